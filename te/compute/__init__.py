@@ -1,0 +1,1 @@
+"""Compute layer: what an operator computes (expressions, tensors, the compute API)."""

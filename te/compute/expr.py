@@ -1,0 +1,489 @@
+"""Scalar expression nodes, operator overloading and dtype promotion.
+
+Takes Python numbers and expressions, gives immutable expression trees. Imports only
+te.dtype and te.errors. Nodes are frozen dataclasses compared by identity (like TVM's
+ObjectRef): `a == b` builds a comparison node, and `structural_equal` compares trees.
+Vector nodes (Ramp, Broadcast) live here too because the vectorizer rewrites into them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import dtype as dt
+from ..errors import DTypeError, TEError
+
+ARITH_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "truncdiv", "truncmod",
+             "min", "max")
+COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+LOGIC_OPS = ("and", "or")
+
+
+class ExprOp:
+    """Operator overloading shared by expressions and iteration variables."""
+
+    def __add__(self, other): return binary("add", self, other)
+    def __radd__(self, other): return binary("add", other, self)
+    def __sub__(self, other): return binary("sub", self, other)
+    def __rsub__(self, other): return binary("sub", other, self)
+    def __mul__(self, other): return binary("mul", self, other)
+    def __rmul__(self, other): return binary("mul", other, self)
+    def __truediv__(self, other): return binary("div", self, other)
+    def __rtruediv__(self, other): return binary("div", other, self)
+    def __floordiv__(self, other): return binary("floordiv", self, other)
+    def __rfloordiv__(self, other): return binary("floordiv", other, self)
+    def __mod__(self, other): return binary("floormod", self, other)
+    def __rmod__(self, other): return binary("floormod", other, self)
+    def __neg__(self): return binary("sub", zero_like(self), self)
+    def __pow__(self, other): return power(self, other)
+    def __rpow__(self, other): return power(other, self)
+    def __lt__(self, other): return binary("lt", self, other)
+    def __le__(self, other): return binary("le", self, other)
+    def __gt__(self, other): return binary("gt", self, other)
+    def __ge__(self, other): return binary("ge", self, other)
+    def __eq__(self, other): return binary("eq", self, other)  # type: ignore[override]
+    def __ne__(self, other): return binary("ne", self, other)  # type: ignore[override]
+    def __and__(self, other): return logical("and", self, other)
+    def __rand__(self, other): return logical("and", other, self)
+    def __or__(self, other): return logical("or", self, other)
+    def __ror__(self, other): return logical("or", other, self)
+    def __invert__(self): return logical_not(self)
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise TEError("an expression has no Python truth value; use te.if_then_else, "
+                      "te.all or te.any to branch on it")
+
+    def astype(self, dtype: str) -> "Expr":
+        return cast(as_expr(self), dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class Expr(ExprOp):
+    """Base of scalar and vector expressions; every node carries its dtype."""
+    dtype: str
+
+    __hash__ = object.__hash__
+
+
+@dataclass(frozen=True, eq=False)
+class Var(Expr):
+    """A scalar variable: a loop index or a symbolic size (te.var)."""
+    name: str
+
+    def __init__(self, name: str, dtype: str = "int32"):
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "name", name)
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Expr):
+    """A literal; `value` is a Python int, float or bool matching the dtype."""
+    value: Any
+
+    def __int__(self): return int(self.value)
+    def __float__(self): return float(self.value)
+    def __index__(self): return int(self.value)
+
+
+@dataclass(frozen=True, eq=False)
+class Cast(Expr):
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Binary(Expr):
+    """Arithmetic (ARITH_OPS), comparison (COMPARE_OPS) or logical (LOGIC_OPS)."""
+    op: str
+    a: Expr
+    b: Expr
+
+    def __bool__(self):
+        # Lets `x in list` and `list.index(x)` work on expressions, as in TVM.
+        if self.op == "eq":
+            return self.a is self.b
+        if self.op == "ne":
+            return self.a is not self.b
+        return ExprOp.__bool__(self)
+
+
+@dataclass(frozen=True, eq=False)
+class Not(Expr):
+    a: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Select(Expr):
+    """cond ? true_value : false_value; only the chosen side is evaluated (if_then_else)."""
+    cond: Expr
+    true_value: Expr
+    false_value: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Expr):
+    """A math intrinsic ("exp", "sqrt", ...) or an external function (extern=True)."""
+    name: str
+    args: tuple
+    extern: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class TensorLoad(Expr):
+    """Reads tensor[indices] in a compute definition (TVM's ProducerLoad)."""
+    tensor: Any
+    indices: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class CommReducer:
+    """combine(lhs, rhs) -> result, with an identity element per value."""
+    name: str
+    lhs: tuple   # Vars
+    rhs: tuple   # Vars
+    result: tuple  # Exprs over lhs and rhs
+    identity: tuple  # Consts
+
+    __hash__ = object.__hash__
+
+
+@dataclass(frozen=True, eq=False)
+class Reduce(Expr):
+    """A commutative reduction of `source` over `axis` (IterVars) where `condition` holds."""
+    combiner: CommReducer
+    source: tuple
+    axis: tuple
+    condition: Expr
+    value_index: int
+    init: tuple = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Ramp(Expr):
+    """The vector (base, base+stride, ..., base+(lanes-1)*stride)."""
+    base: Expr
+    stride: Expr
+    lanes: int
+
+
+@dataclass(frozen=True, eq=False)
+class Broadcast(Expr):
+    value: Expr
+    lanes: int
+
+
+# ---------------------------------------------------------------------------------------
+# Construction helpers: conversion, promotion, constant folding.
+
+def const(value, dtype: str | None = None) -> Const:
+    """te.const: a literal of `dtype` (int32 / float32 / bool inferred from the value)."""
+    if dtype is None:
+        if isinstance(value, bool):
+            dtype = "bool"
+        elif isinstance(value, int):
+            dtype = "int32" if -2**31 <= value < 2**31 else "int64"
+        elif isinstance(value, float):
+            dtype = "float32"
+        else:
+            raise DTypeError(f"te.const: value must be a Python bool, int or float, "
+                             f"got {type(value).__name__}")
+    dtype = dt.check_dtype(dtype)
+    return Const(dtype, _convert_value(value, dtype))
+
+
+def _convert_value(value, dtype: str):
+    if dt.is_bool(dtype):
+        return bool(value)
+    if dt.is_float(dtype):
+        return float(value)
+    if isinstance(value, float) and not value.is_integer():
+        raise DTypeError(f"te.const: {value!r} is not an integer but the dtype is {dtype}")
+    return int(value)
+
+
+def as_expr(value, hint: str | None = None) -> Expr:
+    """Convert a Python number, an IterVar or an Expr to an Expr (hint: dtype for numbers)."""
+    if isinstance(value, Expr):
+        return value
+    var = getattr(value, "var", None)  # IterVar, without importing tensor.py
+    if isinstance(var, Var):
+        return var
+    if isinstance(value, (bool, int, float)):
+        if hint is not None:
+            if isinstance(value, float) and not dt.is_float(hint):
+                return const(value, "float32")
+            if isinstance(value, int) and not isinstance(value, bool) and dt.is_bool(hint):
+                return const(value, "int32")
+            return const(value, dt.base(hint))
+        return const(value)
+    if hasattr(value, "dtype") and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return const(value.item(), str(value.dtype))  # numpy scalar
+    raise TEError(f"cannot use a value of type {type(value).__name__} in an expression "
+                  f"(expected an expression, an axis or a number)")
+
+
+def zero_like(x) -> Expr:
+    e = as_expr(x)
+    return Const(e.dtype, _convert_value(0, e.dtype))
+
+
+def cast(value, dtype: str) -> Expr:
+    """expr.astype(dtype): convert, folding constants."""
+    e = as_expr(value)
+    dtype = dt.check_dtype(dt.base(dtype), "astype dtype")
+    dtype = dt.with_lanes(dtype, dt.lanes(e.dtype))
+    if e.dtype == dtype:
+        return e
+    if isinstance(e, Const):
+        v = e.value
+        if dt.is_bool(dtype):
+            v = bool(v)
+        elif dt.is_float(dtype):
+            v = float(v)
+        else:
+            v = int(math.trunc(v)) if isinstance(v, float) else int(v)
+        return Const(dtype, v)
+    return Cast(dtype, e)
+
+
+def _operands(a, b) -> tuple[Expr, Expr]:
+    """Convert both operands and promote them to a common dtype."""
+    if isinstance(a, (bool, int, float)) and not isinstance(b, (bool, int, float)):
+        eb = as_expr(b)
+        ea = as_expr(a, eb.dtype)
+    else:
+        ea = as_expr(a)
+        eb = as_expr(b, ea.dtype)
+    la, lb = dt.lanes(ea.dtype), dt.lanes(eb.dtype)
+    target = dt.promote(ea.dtype, eb.dtype)
+    ea, eb = cast(ea, target), cast(eb, target)
+    if la != lb:  # a scalar next to a vector is broadcast
+        if la == 1:
+            ea = Broadcast(dt.with_lanes(ea.dtype, lb), ea, lb)
+        elif lb == 1:
+            eb = Broadcast(dt.with_lanes(eb.dtype, la), eb, la)
+        else:
+            raise DTypeError(f"cannot combine vectors of {la} and {lb} lanes")
+    return ea, eb
+
+
+def _fold(op: str, x, y, dtype: str):
+    """Fold an operation on two Python constants; None when it cannot be folded."""
+    if op in ("floordiv", "floormod", "truncdiv", "truncmod", "div") and y == 0:
+        return None
+    if op == "add": return x + y
+    if op == "sub": return x - y
+    if op == "mul": return x * y
+    if op == "div": return x / y
+    if op == "floordiv": return x // y if dt.is_integral(dtype) else math.floor(x / y)
+    if op == "floormod": return x % y if dt.is_integral(dtype) else x - math.floor(x / y) * y
+    if op == "truncdiv": return int(x / y) if dt.is_integral(dtype) else math.trunc(x / y)
+    if op == "truncmod": return x - int(x / y) * y if dt.is_integral(dtype) else math.fmod(x, y)
+    if op == "min": return min(x, y)
+    if op == "max": return max(x, y)
+    if op == "lt": return x < y
+    if op == "le": return x <= y
+    if op == "gt": return x > y
+    if op == "ge": return x >= y
+    if op == "eq": return x == y
+    if op == "ne": return x != y
+    return None
+
+
+def binary(op: str, a, b) -> Expr:
+    """Build `a op b` with dtype promotion and constant folding."""
+    ea, eb = _operands(a, b)
+    if op == "div" and not dt.is_float(ea.dtype):
+        raise DTypeError("integer division with '/' is ambiguous: use '//' (floor), "
+                         "te.truncdiv, or cast an operand to a float dtype first")
+    if op in ("floormod", "truncmod") and dt.is_bool(ea.dtype):
+        raise DTypeError(f"{op} is not defined for bool operands")
+    rtype = dt.with_lanes("bool", dt.lanes(ea.dtype)) if op in COMPARE_OPS else ea.dtype
+    if isinstance(ea, Const) and isinstance(eb, Const):
+        folded = _fold(op, ea.value, eb.value, ea.dtype)
+        if folded is not None:
+            if dt.is_integral(rtype) and isinstance(folded, float):
+                folded = int(folded)
+            return Const(rtype, _convert_value(folded, rtype))
+    return Binary(rtype, op, ea, eb)
+
+
+def logical(op: str, a, b) -> Expr:
+    ea, eb = cast(as_expr(a), "bool"), cast(as_expr(b), "bool")
+    if isinstance(ea, Const) and isinstance(eb, Const):
+        return const(bool(ea.value and eb.value) if op == "and" else bool(ea.value or eb.value))
+    return Binary(ea.dtype, op, ea, eb)
+
+
+def logical_not(a) -> Expr:
+    ea = cast(as_expr(a), "bool")
+    if isinstance(ea, Const):
+        return const(not ea.value)
+    return Not(ea.dtype, ea)
+
+
+def select(cond, true_value, false_value) -> Expr:
+    """te.if_then_else: lazily evaluated conditional."""
+    c = as_expr(cond)
+    if not dt.is_bool(c.dtype):
+        raise DTypeError(f"if_then_else: cond must be a bool expression, got dtype {c.dtype}")
+    t, f = _operands(true_value, false_value)
+    if isinstance(c, Const):
+        return t if c.value else f
+    return Select(t.dtype, c, t, f)
+
+
+FLOAT_INTRINSICS = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor",
+                    "ceil", "round", "sin", "cos", "log2", "log10", "exp2", "trunc")
+
+
+def call_intrinsic(name: str, x) -> Expr:
+    e = as_expr(x)
+    if not dt.is_float(e.dtype):
+        raise DTypeError(f"te.{name}: expected a float expression, got dtype {e.dtype}; "
+                         f"use .astype('float32') first")
+    return Call(e.dtype, name, (e,))
+
+
+def abs_(x) -> Expr:
+    e = as_expr(x)
+    if dt.is_uint(e.dtype) or dt.is_bool(e.dtype):
+        return e
+    return Call(e.dtype, "abs", (e,))
+
+
+def power(a, b) -> Expr:
+    ea, eb = _operands(a, b)
+    if not dt.is_float(ea.dtype):
+        raise DTypeError(f"te.power: expected float operands, got dtype {ea.dtype}")
+    return Call(ea.dtype, "pow", (ea, eb))
+
+
+def call_extern(dtype: str, name: str, *args) -> Expr:
+    return Call(dt.check_dtype(dtype), name, tuple(as_expr(a) for a in args), extern=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Generic traversal used by every layer: children, rebuilding, substitution, equality.
+
+def children(e: Expr) -> tuple:
+    """The sub-expressions of `e`, in field order."""
+    if isinstance(e, (Var, Const)):
+        return ()
+    if isinstance(e, (Cast, Not)):
+        return (e.value if isinstance(e, Cast) else e.a,)
+    if isinstance(e, Binary):
+        return (e.a, e.b)
+    if isinstance(e, Select):
+        return (e.cond, e.true_value, e.false_value)
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, TensorLoad):
+        return e.indices
+    if isinstance(e, Reduce):
+        return e.source + (e.condition,) + e.init
+    if isinstance(e, Ramp):
+        return (e.base, e.stride)
+    if isinstance(e, Broadcast):
+        return (e.value,)
+    kids = getattr(e, "expr_children", None)  # nodes defined in later layers (Load)
+    if kids is not None:
+        return kids()
+    raise TEError(f"unknown expression node {type(e).__name__}")
+
+
+def with_children(e: Expr, new: tuple) -> Expr:
+    """Rebuild `e` with new children (same order as `children`); returns e if unchanged."""
+    old = children(e)
+    if len(old) == len(new) and all(x is y for x, y in zip(old, new)):
+        return e
+    if isinstance(e, Cast):
+        return dataclasses.replace(e, value=new[0])
+    if isinstance(e, Not):
+        return dataclasses.replace(e, a=new[0])
+    if isinstance(e, Binary):
+        return dataclasses.replace(e, a=new[0], b=new[1])
+    if isinstance(e, Select):
+        return dataclasses.replace(e, cond=new[0], true_value=new[1], false_value=new[2])
+    if isinstance(e, Call):
+        return dataclasses.replace(e, args=tuple(new))
+    if isinstance(e, TensorLoad):
+        return dataclasses.replace(e, indices=tuple(new))
+    if isinstance(e, Reduce):
+        n = len(e.source)
+        return dataclasses.replace(e, source=tuple(new[:n]), condition=new[n],
+                                   init=tuple(new[n + 1:]))
+    if isinstance(e, Ramp):
+        return dataclasses.replace(e, base=new[0], stride=new[1])
+    if isinstance(e, Broadcast):
+        return dataclasses.replace(e, value=new[0])
+    return e.with_expr_children(tuple(new))
+
+
+def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Post-order rewrite: children first, then fn(node) (None keeps the node)."""
+    kids = children(e)
+    if kids:
+        e = with_children(e, tuple(transform(k, fn) for k in kids))
+    out = fn(e)
+    return e if out is None else out
+
+
+def pre_order(e: Expr, fn: Callable[[Expr], None]) -> None:
+    fn(e)
+    for k in children(e):
+        pre_order(k, fn)
+
+
+def substitute(e: Expr, mapping: dict) -> Expr:
+    """Replace Vars (keys, by identity) with expressions."""
+    if not mapping:
+        return e
+
+    def rewrite(node):
+        if isinstance(node, Var):
+            return mapping.get(node)
+        return None
+    return transform(e, rewrite)
+
+
+def free_vars(e: Expr) -> list:
+    """Vars used in `e`, in first-use order, without duplicates."""
+    seen: dict = {}
+
+    def visit(node):
+        if isinstance(node, Var):
+            seen.setdefault(node, None)
+        if isinstance(node, Reduce):  # reduce axes are bound by the reduction itself
+            for iv in node.axis:
+                for v in free_vars(iv.dom.min) + free_vars(iv.dom.extent):
+                    seen.setdefault(v, None)
+    pre_order(e, visit)
+    return list(seen)
+
+
+def structural_equal(a, b) -> bool:
+    """Same tree shape, same fields; Vars, tensors and buffers compare by identity."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, Var):
+        return False
+    if isinstance(a, Const):
+        return a.dtype == b.dtype and a.value == b.value
+    if not isinstance(a, Expr):
+        return a == b
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, tuple):
+            if len(x) != len(y) or not all(structural_equal(p, q) for p, q in zip(x, y)):
+                return False
+        elif isinstance(x, Expr):
+            if not structural_equal(x, y):
+                return False
+        elif x is not y and x != y:
+            return False
+    return True

@@ -1,0 +1,1 @@
+"""Lower layer: schedule -> loop IR -> passes -> code generation."""

@@ -1,0 +1,176 @@
+"""Loop IR: statements, buffers and the flat Load expression.
+
+Takes compute-level expressions (te.compute.expr) as the expression language and adds the
+statement layer that schedules lower to. Two phases share these nodes:
+  * before storage flattening: ProducerRealize / ProducerStore over compute Tensors, reads are
+    TensorLoad (multi-dimensional, logical coordinates);
+  * after: Allocate / Store / Load over flat Buffers (one linear index, in elements).
+Imports te.compute.expr and te.dtype only. Nodes are frozen; edit with dataclasses.replace.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import dtype as dt
+from ..compute.expr import Expr, Var
+
+# For-loop kinds. "unrolled"/"vectorized"/"parallel" come from schedule annotations;
+# "thread_binding" loops are bound to a GPU thread axis (thread_tag says which).
+SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING = (
+    "serial", "parallel", "vectorized", "unrolled", "thread_binding")
+FOR_KINDS = (SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING)
+
+
+@dataclass(frozen=True, eq=False)
+class Buffer:
+    """A flat region of memory holding `dtype` elements, viewed with `shape` and `strides`.
+
+    `data` is the pointer variable that names the storage in generated code. Strides and
+    elem_offset are in elements; an argument buffer is dense row-major unless told otherwise.
+    scope: "global" for arguments and compute_root temporaries, "local"/"shared" for caches.
+    """
+    name: str
+    dtype: str
+    shape: tuple
+    strides: tuple
+    data: Var
+    scope: str = "global"
+    align: int = 64
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return f"Buffer({self.name}, {self.dtype})"
+
+
+@dataclass(frozen=True, eq=False)
+class Load(Expr):
+    """buffer[index]; a Ramp index with a vector dtype reads several lanes at once."""
+    buffer: Buffer
+    index: Expr
+
+    def expr_children(self) -> tuple:
+        return (self.index,)
+
+    def with_expr_children(self, new: tuple) -> "Load":
+        return dataclasses.replace(self, index=new[0])
+
+
+class Stmt:
+    """Base of statements."""
+    __hash__ = object.__hash__
+
+
+@dataclass(frozen=True, eq=False)
+class For(Stmt):
+    """for (loop_var = min; loop_var < min + extent; ++loop_var) body."""
+    loop_var: Var
+    min: Expr
+    extent: Expr
+    kind: str
+    body: Stmt
+    thread_tag: str = ""
+    pragmas: tuple = ()  # ((key, value), ...) from Stage.pragma
+
+
+@dataclass(frozen=True, eq=False)
+class SeqStmt(Stmt):
+    stmts: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class IfThenElse(Stmt):
+    cond: Expr
+    then_case: Stmt
+    else_case: Stmt | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluate(Stmt):
+    """Evaluates an expression for its side effects (an extern call)."""
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class LetStmt(Stmt):
+    var: Var
+    value: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class ProducerStore(Stmt):
+    """tensor[indices] = value, in the tensor's logical coordinates (before flattening)."""
+    tensor: Any
+    indices: tuple
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class ProducerRealize(Stmt):
+    """Storage for the part `bounds` (Ranges) of a tensor exists while `body` runs."""
+    tensor: Any
+    bounds: tuple
+    scope: str
+    body: Stmt
+    align: tuple = ()  # ((axis, factor, offset), ...) from storage_align
+
+
+@dataclass(frozen=True, eq=False)
+class Store(Stmt):
+    """buffer[index] = value; a Ramp index with a vector value writes several lanes."""
+    buffer: Buffer
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Allocate(Stmt):
+    """`extent` elements of storage for `buffer` exist while `body` runs."""
+    buffer: Buffer
+    extent: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class PrimFunc:
+    """A lowered function: buffer arguments, then the scalar size variables they use.
+
+    `params` are the Buffers for the user's argument tensors in order; `scalar_params` are
+    the symbolic size Vars (te.var) in first-appearance order, passed after the buffers.
+    """
+    name: str
+    params: tuple
+    scalar_params: tuple
+    body: Stmt
+    attrs: dict = field(default_factory=dict)
+
+    __hash__ = object.__hash__
+
+    def __str__(self) -> str:
+        from .printer import print_func
+        return print_func(self)
+
+    def script(self) -> str:
+        return str(self)
+
+
+def seq(*stmts) -> Stmt:
+    """A SeqStmt of the non-empty statements, flattening nested sequences."""
+    flat = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, SeqStmt):
+            flat.extend(s.stmts)
+        else:
+            flat.append(s)
+    if len(flat) == 1:
+        return flat[0]
+    return SeqStmt(tuple(flat))
+
+
+def vector_dtype(buffer: Buffer, index: Expr) -> str:
+    return dt.with_lanes(buffer.dtype, dt.lanes(index.dtype))

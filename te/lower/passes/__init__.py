@@ -1,0 +1,1 @@
+"""Lowering passes: each module holds one pure function IR -> IR."""

@@ -1,0 +1,1 @@
+"""Schedule layer: how an operator is computed (stages, primitives, replayable steps)."""
