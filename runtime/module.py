@@ -1,0 +1,198 @@
+"""The callable kernel module: a native entry point plus its KernelSignature.
+
+Takes a CpuLibrary (JIT) or a shared library path; gives Module (check arguments, call through
+ctypes, time, show source, export a .so) and load_module(). An exported .so carries its own
+signature (global `__te_signature`, NUL-terminated JSON) and IR text (`__te_source_ll`), so the
+file alone is enough. Imports numpy, llvmlite (via runtime.cpu) and runtime modules.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import tempfile
+from typing import Any, Callable, Protocol
+
+from . import cpu, threadpool
+from .checker import ArgumentChecker
+from .errors import RuntimeBuildError
+from .signature import ArgSpec, KernelSignature, ScalarSpec
+from .timer import TimeResult, time_function
+
+__all__ = ["Module", "SharedLibrary", "load_module", "ArgSpec", "ScalarSpec", "KernelSignature"]
+
+SIGNATURE_SYMBOL = "__te_signature"
+SOURCE_SYMBOL = "__te_source_ll"
+
+
+class Library(Protocol):
+    def get_function_address(self, name: str) -> int: ...
+
+
+class SharedLibrary:
+    """A shared library opened with ctypes, kept open as long as this object lives."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(path)
+        try:
+            self._dll = ctypes.CDLL(self.path)
+        except OSError as error:
+            raise RuntimeBuildError(f"cannot load shared library '{self.path}': {error}") from None
+
+    def get_function_address(self, name: str) -> int:
+        try:
+            return ctypes.cast(getattr(self._dll, name), ctypes.c_void_p).value
+        except AttributeError:
+            raise KeyError(f"function '{name}' is not defined in '{self.path}'") from None
+
+    def read_string(self, symbol: str) -> str | None:
+        """The NUL-terminated string stored at global `symbol`, or None when it is absent."""
+        try:
+            first = ctypes.c_char.in_dll(self._dll, symbol)
+        except ValueError:
+            return None
+        return ctypes.string_at(ctypes.addressof(first)).decode("utf-8")
+
+
+class Module:
+    """A compiled kernel: call it with numpy arrays or NDArrays, one per ArgSpec."""
+
+    def __init__(
+        self, library: Library, signature: KernelSignature, sources: dict[str, str] | None = None
+    ) -> None:
+        self.library = library
+        self.signature = signature
+        self._sources = dict(sources or {})
+        self._checker = ArgumentChecker(signature)
+        prototype = ctypes.CFUNCTYPE(ctypes.c_int32, *self._checker.ctypes_argtypes)
+        self._cfunc = prototype(library.get_function_address(signature.name))
+
+    @property
+    def entry_name(self) -> str:
+        return self.signature.name
+
+    def __call__(self, *args: Any) -> None:
+        status = self._cfunc(*self._checker.convert(args))
+        if status:
+            self._raise_status(status)
+
+    def _raise_status(self, status: int) -> None:
+        raise RuntimeError(
+            f"kernel '{self.entry_name}' failed a runtime check (status code {status})"
+        )
+
+    def time_evaluator(
+        self, func_name: str | None = None, dev: Any = None, number: int = 10, repeat: int = 3,
+        min_repeat_ms: float = 0,
+    ) -> Callable[..., TimeResult]:
+        """A function f(*args) -> TimeResult that times this kernel on `args`.
+
+        Arguments are checked once; the timed loop is the bare native call. `dev` is accepted
+        for TVM compatibility and ignored (this module runs on the host CPU).
+        """
+        if func_name is not None and func_name != self.entry_name:
+            raise ValueError(
+                f"func_name: expected '{self.entry_name}' (or None), got {func_name!r}"
+            )
+
+        def evaluate(*args: Any) -> TimeResult:
+            raw = self._checker.convert(args)
+            cfunc = self._cfunc
+            status = cfunc(*raw)
+            if status:
+                self._raise_status(status)
+            return time_function(
+                lambda: cfunc(*raw), number=number, repeat=repeat, min_repeat_ms=min_repeat_ms
+            )
+
+        return evaluate
+
+    def get_source(self, fmt: str = "ll") -> str:
+        """The optimized LLVM IR ("ll") or assembly ("asm" or "s") of this module."""
+        if fmt == "ll":
+            return self._source_ll()
+        if fmt in ("asm", "s"):
+            if isinstance(self.library, cpu.CpuLibrary):
+                return self.library.asm
+            return cpu.emit_assembly(self._source_ll())
+        raise ValueError(f"fmt: expected 'll', 'asm' or 's', got {fmt!r}")
+
+    def _source_ll(self) -> str:
+        if isinstance(self.library, cpu.CpuLibrary):
+            return self.library.ll
+        if "ll" in self._sources:
+            return self._sources["ll"]
+        raise ValueError(f"the LLVM IR of module '{self.entry_name}' is not available")
+
+    def export_library(self, path: str | os.PathLike) -> None:
+        """Write a shared library that load_module(path) turns back into this module."""
+        path = os.fspath(path)
+        if isinstance(self.library, SharedLibrary):
+            shutil.copyfile(self.library.path, path)
+            return
+        if not isinstance(self.library, cpu.CpuLibrary):
+            raise TypeError(f"cannot export a module backed by {type(self.library).__name__}")
+        metadata_ll = _string_globals_ir({
+            SIGNATURE_SYMBOL: self.signature.to_json(), SOURCE_SYMBOL: self.library.ll,
+        })
+        with tempfile.TemporaryDirectory(prefix="te_export_") as tmp:
+            objects = []
+            for stem, data in (("kernel", self.library.emit_object()),
+                               ("metadata", cpu.emit_object(metadata_ll))):
+                objects.append(os.path.join(tmp, f"{stem}.o"))
+                with open(objects[-1], "wb") as handle:
+                    handle.write(data)
+            _link_shared(objects, path)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{arg.name}: {arg.dtype}{list(arg.shape)}" for arg in self.signature.args)
+        return f"Module({self.entry_name}({args}))"
+
+
+def load_module(path: str | os.PathLike) -> Module:
+    """Open a shared library written by Module.export_library and return its Module."""
+    threadpool.load()  # so that the default thread count applies to the loaded kernels too
+    library = SharedLibrary(os.fspath(path))
+    signature_json = library.read_string(SIGNATURE_SYMBOL)
+    if signature_json is None:
+        raise RuntimeBuildError(
+            f"'{library.path}' has no {SIGNATURE_SYMBOL} symbol; "
+            "it was not written by Module.export_library"
+        )
+    sources = {}
+    source_ll = library.read_string(SOURCE_SYMBOL)
+    if source_ll is not None:
+        sources["ll"] = source_ll
+    return Module(library, KernelSignature.from_json(signature_json), sources)
+
+
+def _string_globals_ir(strings: dict[str, str]) -> str:
+    lines = []
+    for symbol, text in strings.items():
+        data = text.encode("utf-8") + b"\0"
+        escaped = "".join(
+            chr(byte) if 32 <= byte < 127 and byte not in (34, 92) else f"\\{byte:02X}"
+            for byte in data
+        )
+        lines.append(f'@{symbol} = constant [{len(data)} x i8] c"{escaped}"')
+    return "\n".join(lines) + "\n"
+
+
+def _link_shared(objects: list[str], path: str) -> None:
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise RuntimeBuildError(
+            "export_library: no C compiler found (looked for 'cc' and 'gcc' on PATH); "
+            "one is needed to link the shared library"
+        )
+    # DT_NEEDED on libgomp lets a fresh process resolve GOMP_parallel without our loader.
+    libs = ["-lgomp", "-lm"] if threadpool.parallel_available() else ["-lm"]
+    command = [compiler, "-shared", "-o", path, *objects, *libs]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeBuildError(
+            f"export_library: linking '{path}' failed (exit code {result.returncode}): "
+            f"{' '.join(command)}\n{result.stderr.strip()}"
+        )
