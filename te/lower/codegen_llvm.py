@@ -1,0 +1,532 @@
+"""Loop IR -> LLVM IR text, built with llvmlite.ir, for the CPU.
+
+Takes a flattened ir.PrimFunc (Allocate/Store/Load over flat Buffers, Ramp/Broadcast vectors)
+and gives the text of `i32 @name(ptr %buf..., <scalars>...)`, which returns 0. Parallel loops
+are outlined and run through GOMP_parallel (codegen_llvm_parallel.py). Imports llvmlite,
+te.dtype, te.errors, te.compute.expr and te.lower.ir only.
+"""
+from __future__ import annotations
+
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+from .. import dtype as dt
+from ..compute import expr as E
+from ..errors import BuildError
+from . import codegen_llvm_parallel as par
+from . import ir as tir
+
+PTR = ir.PointerType()
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+
+# Register type of each scalar dtype; bool is i1 in registers and i8 in memory.
+_LL_TYPE = {
+    "bool": I1, "int8": I8, "int16": ir.IntType(16), "int32": I32, "int64": I64,
+    "uint8": I8, "uint16": ir.IntType(16), "uint32": I32, "uint64": I64,
+    "float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType(),
+    "handle": PTR,
+}
+_INTRINSIC_SUFFIX = {"float16": "f16", "float32": "f32", "float64": "f64"}
+
+# Intrinsics that LLVM provides for scalars and vectors alike.
+_LLVM_MATH = {
+    "exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "floor": "llvm.floor",
+    "ceil": "llvm.ceil", "trunc": "llvm.trunc", "round": "llvm.roundeven", "sin": "llvm.sin",
+    "cos": "llvm.cos", "log2": "llvm.log2", "log10": "llvm.log10", "exp2": "llvm.exp2",
+    "pow": "llvm.pow", "abs": "llvm.fabs",
+    # numpy.minimum/maximum propagate NaN and so do llvm.minimum/maximum (minnum does not).
+    "min": "llvm.minimum", "max": "llvm.maximum",
+}
+# Functions taken from libm (float32 name, float64 name); vectors are scalarized.
+_LIBM = {"tanh": ("tanhf", "tanh"), "erf": ("erff", "erf")}
+
+_FLOAT_BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "truncmod": "frem"}
+_INT_BINOP = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_"}
+_SIGNED_BINOP = {"truncdiv": "sdiv", "truncmod": "srem", "floordiv": "sdiv", "floormod": "srem"}
+_UNSIGNED_BINOP = {"truncdiv": "udiv", "truncmod": "urem", "floordiv": "udiv",
+                   "floormod": "urem"}
+_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+_INT_DIV_OPS = ("floordiv", "floormod", "truncdiv", "truncmod")
+# `contract` lets LLVM fuse a multiply and an add into an FMA, as C compilers do by default.
+_FP_FLAGS = ("contract",)
+_MAX_STACK_BYTES = 64 * 1024
+_FULL_UNROLL_LIMIT = 16
+
+
+def ll_type(dtype: str) -> ir.Type:
+    """The LLVM register type of a (possibly vector) dtype."""
+    base, lanes = dt.split_lanes(dtype)
+    if base not in _LL_TYPE:
+        raise BuildError(f"LLVM codegen: unsupported dtype {dtype!r}")
+    t = _LL_TYPE[base]
+    return ir.VectorType(t, lanes) if lanes > 1 else t
+
+
+def mem_type(dtype: str) -> ir.Type:
+    """The LLVM in-memory type: bool is stored as one byte."""
+    base, lanes = dt.split_lanes(dtype)
+    t = I8 if base == "bool" else ll_type(base)
+    return ir.VectorType(t, lanes) if lanes > 1 else t
+
+
+def elem_bytes(dtype: str) -> int:
+    return 1 if dt.is_bool(dtype) else dt.bits(dtype) // 8
+
+
+def codegen_llvm(func: tir.PrimFunc, parallel: bool = True) -> str:
+    """LLVM IR text of `func`; parallel=False runs parallel loops serially (no libgomp)."""
+    return str(ModuleGen(func, parallel).module)
+
+
+class ModuleGen:
+    """One llvmlite module: the entry function, outlined parallel bodies, declarations."""
+
+    def __init__(self, func: tir.PrimFunc, parallel: bool):
+        self.func = func
+        self.parallel = parallel
+        self.module = ir.Module(name=func.name)
+        self.module.triple = llvm.get_process_triple()
+        self.n_outlined = 0
+        params = list(func.params)
+        arg_types = [PTR] * len(params) + [ll_type(v.dtype) for v in func.scalar_params]
+        fn = ir.Function(self.module, ir.FunctionType(I32, arg_types), name=func.name)
+        add_function_attributes(fn)
+        gen = FuncGen(self, fn, in_parallel=False)
+        for arg, buf in zip(fn.args, params):
+            for attr in ("noalias", "nonnull", "captures(none)"):
+                arg.add_attribute(attr)
+            arg.name = buf.data.name
+            gen.env[buf.data] = arg
+        for arg, var in zip(fn.args[len(params):], func.scalar_params):
+            arg.name = var.name
+            gen.env[var] = arg
+        gen.stmt(func.body)
+        gen.b.ret(ir.Constant(I32, 0))
+        gen.finish()
+
+    def declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:
+        """The function `name`, declared once; a second, different signature is an error."""
+        fnty = ir.FunctionType(ret, args)
+        existing = self.module.globals.get(name)
+        if existing is not None:
+            if existing.function_type != fnty:
+                raise BuildError(f"Call: function {name!r} used with two signatures "
+                                 f"({existing.function_type} and {fnty})")
+            return existing
+        return ir.Function(self.module, fnty, name=name)
+
+    def loop_metadata(self, key: str, value=None) -> ir.values.MDValue:
+        """A fresh, self-referencing loop id carrying the option `key` (LLVM LangRef)."""
+        m = self.module
+        option = [ir.MetaDataString(m, key)] + ([value] if value is not None else [])
+        opt_md = m.add_metadata(option)
+        # Bypass add_metadata's cache: every loop needs its own distinct id.
+        loop_id = ir.values.MDValue(m, [opt_md], name=str(len(m.metadata)))
+        loop_id.operands = (loop_id, opt_md)
+        return loop_id
+
+
+def add_function_attributes(fn: ir.Function) -> None:
+    fn.attributes.add("nounwind")
+    # llvmlite only knows enum attributes; these string attributes let LLVM vectorize
+    # loops containing float divisions and select-based reductions without trap checks.
+    set.add(fn.attributes, '"no-trapping-math"="true"')
+
+
+class FuncGen:
+    """Emits one LLVM function; `env` maps each bound Var (by identity) to its value."""
+
+    def __init__(self, mod: ModuleGen, fn: ir.Function, in_parallel: bool):
+        self.mod = mod
+        self.fn = fn
+        self.in_parallel = in_parallel
+        self.entry = fn.append_basic_block("entry")  # allocas only; see finish()
+        self.body_start = fn.append_basic_block("body")
+        self.b = ir.IRBuilder(self.body_start)
+        self.env: dict = {}
+
+    def finish(self) -> None:
+        ir.IRBuilder(self.entry).branch(self.body_start)
+
+    def alloca(self, typ: ir.Type, align: int | None = None) -> ir.Instruction:
+        """Stack storage in the entry block, so loops do not grow the stack."""
+        slot = ir.IRBuilder(self.entry).alloca(typ)
+        if align is not None:
+            slot.align = align
+        return slot
+
+    # -- statements ---------------------------------------------------------------------
+
+    def stmt(self, s: tir.Stmt) -> None:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            raise BuildError(f"LLVM codegen: unsupported statement {type(s).__name__}")
+        method(s)
+
+    def stmt_SeqStmt(self, s: tir.SeqStmt) -> None:
+        for x in s.stmts:
+            self.stmt(x)
+
+    def stmt_Evaluate(self, s: tir.Evaluate) -> None:
+        self.expr(s.value)
+
+    def stmt_LetStmt(self, s: tir.LetStmt) -> None:
+        self.env[s.var] = self.expr(s.value)
+        self.stmt(s.body)
+
+    def stmt_IfThenElse(self, s: tir.IfThenElse) -> None:
+        cond = self.expr(s.cond)
+        if s.else_case is None:
+            with self.b.if_then(cond):
+                self.stmt(s.then_case)
+            return
+        with self.b.if_else(cond) as (then, otherwise):
+            with then:
+                self.stmt(s.then_case)
+            with otherwise:
+                self.stmt(s.else_case)
+
+    def stmt_Store(self, s: tir.Store) -> None:
+        buf, n = s.buffer, dt.lanes(s.value.dtype)
+        value = self.to_mem(self.expr(s.value), s.value.dtype)
+        align = elem_bytes(buf.dtype)
+        if n == 1:
+            self.b.store(value, self.address(buf, self.expr(s.index)), align=align)
+        elif _is_dense_ramp(s.index):
+            self.b.store(value, self.address(buf, self.expr(s.index.base)), align=align)
+        else:  # scatter, lane by lane
+            index = self.expr(s.index)
+            for k in range(n):
+                lane = self.b.extract_element(value, I32(k))
+                ptr = self.address(buf, self.b.extract_element(index, I32(k)))
+                self.b.store(lane, ptr, align=align)
+
+    def stmt_Allocate(self, s: tir.Allocate) -> None:
+        elem = mem_type(dt.base(s.buffer.dtype))
+        size = elem_bytes(s.buffer.dtype)
+        extent = s.extent
+        if isinstance(extent, E.Const) and int(extent.value) * size <= _MAX_STACK_BYTES:
+            n = max(int(extent.value), 1)
+            self.env[s.buffer.data] = self.alloca(ir.ArrayType(elem, n), align=64)
+            self.stmt(s.body)
+            return
+        nbytes = self.b.mul(self.cast(self.expr(extent), extent.dtype, "int64"), I64(size))
+        nbytes = self.b.and_(self.b.add(nbytes, I64(64)), I64(~63))  # >0, multiple of 64
+        aligned_alloc = self.mod.declare("aligned_alloc", PTR, [I64, I64])
+        ptr = self.b.call(aligned_alloc, [I64(64), nbytes])
+        self.env[s.buffer.data] = ptr
+        self.stmt(s.body)
+        self.b.call(self.mod.declare("free", ir.VoidType(), [PTR]), [ptr])
+
+    def stmt_For(self, s: tir.For) -> None:
+        if s.kind == tir.THREAD_BINDING:
+            raise BuildError(f"For: loop {s.loop_var.name!r} is bound to thread axis "
+                             f"{s.thread_tag!r}; thread-bound loops need target 'cuda'")
+        if s.kind == tir.PARALLEL and self.mod.parallel and not self.in_parallel:
+            par.emit_parallel_for(self, s)
+            return
+        lo = self.expr(s.min)
+        if (s.kind == tir.UNROLLED and isinstance(s.extent, E.Const)
+                and int(s.extent.value) <= _FULL_UNROLL_LIMIT):
+            for k in range(int(s.extent.value)):
+                self.env[s.loop_var] = self.b.add(lo, ir.Constant(lo.type, k))
+                self.stmt(s.body)
+            return
+        metadata = None
+        if s.kind == tir.UNROLLED:
+            metadata = self.mod.loop_metadata("llvm.loop.unroll.full")
+        elif s.kind == tir.VECTORIZED:
+            metadata = self.mod.loop_metadata("llvm.loop.vectorize.enable", I1(1))
+        self.loop(s.loop_var, lo, self.expr(s.extent), lambda: self.stmt(s.body), metadata)
+
+    def loop(self, var: E.Var, lo, extent, body, metadata=None) -> None:
+        """for (var = lo; var < lo + extent; ++var) body(), counting in var's dtype."""
+        signed = not dt.is_uint(var.dtype)
+        end = self.b.add(lo, extent)
+        pre = self.b.block
+        header = self.fn.append_basic_block(f"for_{var.name}")
+        inner = self.fn.append_basic_block(f"for_{var.name}_body")
+        exit_ = self.fn.append_basic_block(f"for_{var.name}_end")
+        self.b.branch(header)
+        self.b.position_at_end(header)
+        i = self.b.phi(lo.type, name=var.name)
+        i.add_incoming(lo, pre)
+        cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
+        self.b.cbranch(cmp("<", i, end), inner, exit_)
+        self.b.position_at_end(inner)
+        self.env[var] = i
+        body()
+        step = self.b.add(i, ir.Constant(i.type, 1), flags=["nsw"] if signed else ["nuw"])
+        i.add_incoming(step, self.b.block)
+        back = self.b.branch(header)
+        if metadata is not None:
+            back.set_metadata("llvm.loop", metadata)
+        self.b.position_at_end(exit_)
+
+    # -- memory -------------------------------------------------------------------------
+
+    def address(self, buf: tir.Buffer, index) -> ir.Value:
+        """&buf[index] for a scalar integer index value."""
+        if buf.data not in self.env:
+            raise BuildError(f"Load/Store: buffer {buf.name!r} is neither a parameter "
+                             f"nor allocated")
+        idx = self.index64(index)
+        return self.b.gep(self.env[buf.data], [idx], source_etype=mem_type(dt.base(buf.dtype)))
+
+    def index64(self, value) -> ir.Value:
+        if value.type.width == 64:
+            return value
+        # Index dtypes are signed in practice; an unsigned index below 2^31 extends equally.
+        return self.b.sext(value, I64)
+
+    def to_mem(self, value, dtype: str):
+        return self.b.zext(value, mem_type(dtype)) if dt.is_bool(dtype) else value
+
+    def from_mem(self, value, dtype: str):
+        return self.b.trunc(value, ll_type(dtype)) if dt.is_bool(dtype) else value
+
+    # -- expressions --------------------------------------------------------------------
+
+    def expr(self, e: E.Expr) -> ir.Value:
+        method = getattr(self, "expr_" + type(e).__name__, None)
+        if method is None:
+            raise BuildError(f"LLVM codegen: unsupported expression {type(e).__name__}")
+        return method(e)
+
+    def expr_Var(self, e: E.Var) -> ir.Value:
+        if e not in self.env:
+            raise BuildError(f"Var: {e.name!r} is used but never bound")
+        return self.env[e]
+
+    def expr_Const(self, e: E.Const) -> ir.Value:
+        base, n = dt.split_lanes(e.dtype)
+        t = ll_type(base)
+        if dt.is_float(base):
+            c = ir.Constant(t, float(e.value))
+        else:  # two's complement, so uint8 255 prints as i8 -1
+            w = t.width
+            v = int(e.value) & ((1 << w) - 1)
+            c = ir.Constant(t, v - (1 << w) if w > 1 and v >> (w - 1) else v)
+        return self.splat(c, n) if n > 1 else c
+
+    def expr_Cast(self, e: E.Cast) -> ir.Value:
+        return self.cast(self.expr(e.value), e.value.dtype, e.dtype)
+
+    def cast(self, v, src: str, dst: str) -> ir.Value:
+        src, dst = dt.base(src), dt.base(dst)
+        t = ll_type(dt.with_lanes(dst, _lanes_of(v)))
+        if src == dst:
+            return v
+        if dt.is_bool(dst):
+            zero = ir.Constant(v.type, None)
+            if dt.is_float(src):  # NaN is true, as in numpy
+                return self.b.fcmp_unordered("!=", v, zero)
+            return self.b.icmp_unsigned("!=", v, zero)
+        if dt.is_float(src) and dt.is_float(dst):
+            return (self.b.fpext if dt.bits(dst) > dt.bits(src) else self.b.fptrunc)(v, t)
+        if dt.is_float(src):
+            return (self.b.fptoui if dt.is_uint(dst) else self.b.fptosi)(v, t)
+        if dt.is_float(dst):
+            unsigned = dt.is_uint(src) or dt.is_bool(src)
+            return (self.b.uitofp if unsigned else self.b.sitofp)(v, t)
+        if dt.bits(dst) > dt.bits(src):
+            unsigned = dt.is_uint(src) or dt.is_bool(src)
+            return (self.b.zext if unsigned else self.b.sext)(v, t)
+        if dt.bits(dst) < dt.bits(src):
+            return self.b.trunc(v, t)
+        return v
+
+    def expr_Not(self, e: E.Not) -> ir.Value:
+        return self.b.not_(self.expr(e.a))
+
+    def expr_Binary(self, e: E.Binary) -> ir.Value:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return self.binary(e.op, e.a.dtype, a, b)
+
+    def binary(self, op: str, dtype: str, a, b) -> ir.Value:
+        if op in _CMP:
+            return self.compare(op, dtype, a, b)
+        if dt.is_float(dtype):
+            return self.float_binary(op, dtype, a, b)
+        unsigned = dt.is_uint(dtype) or dt.is_bool(dtype)
+        if op in _INT_BINOP:
+            # Signed index arithmetic does not wrap (as in TVM and C), which lets LLVM turn
+            # sext(i*n + j) into an affine address; narrower ints wrap like numpy.
+            wide_signed = (dt.is_int(dtype) and dt.bits(dtype) >= 32
+                           and op in ("add", "sub", "mul"))
+            return getattr(self.b, _INT_BINOP[op])(a, b, flags=["nsw"] if wide_signed else [])
+        if op in ("min", "max"):
+            cmp = self.b.icmp_unsigned if unsigned else self.b.icmp_signed
+            return self.b.select(cmp("<" if op == "min" else ">", a, b), a, b)
+        if op not in _INT_DIV_OPS:
+            raise BuildError(f"Binary: operator {op!r} is not supported for dtype {dtype}")
+        table = _UNSIGNED_BINOP if unsigned else _SIGNED_BINOP
+        q = getattr(self.b, table[op])(a, b)
+        if unsigned or op in ("truncdiv", "truncmod"):
+            return q
+        # Floor division: adjust when the remainder is non-zero and its sign differs from b's.
+        rem = q if op == "floormod" else self.b.srem(a, b)
+        zero = ir.Constant(a.type, None)
+        fix = self.b.and_(self.b.icmp_signed("!=", rem, zero),
+                          self.b.xor(self.b.icmp_signed("<", rem, zero),
+                                     self.b.icmp_signed("<", b, zero)))
+        if op == "floordiv":
+            return self.b.sub(q, self.b.zext(fix, a.type))
+        return self.b.add(rem, self.b.select(fix, b, zero))
+
+    def float_binary(self, op: str, dtype: str, a, b) -> ir.Value:
+        if op in _FLOAT_BINOP:
+            return getattr(self.b, _FLOAT_BINOP[op])(a, b, flags=_FP_FLAGS)
+        if op in ("min", "max"):
+            return self.intrinsic(_LLVM_MATH[op], dtype, [a, b])
+        quotient = self.b.fdiv(a, b, flags=_FP_FLAGS)
+        if op == "truncdiv":
+            return self.intrinsic("llvm.trunc", dtype, [quotient])
+        floor = self.intrinsic("llvm.floor", dtype, [quotient])
+        if op == "floordiv":
+            return floor
+        if op == "floormod":
+            return self.b.fsub(a, self.b.fmul(floor, b, flags=_FP_FLAGS), flags=_FP_FLAGS)
+        raise BuildError(f"Binary: operator {op!r} is not supported for dtype {dtype}")
+
+    def compare(self, op: str, dtype: str, a, b) -> ir.Value:
+        if dt.is_float(dtype):
+            if op == "ne":  # NaN != x is true
+                return self.b.fcmp_unordered("!=", a, b)
+            return self.b.fcmp_ordered(_CMP[op], a, b)
+        if dt.is_uint(dtype) or dt.is_bool(dtype):
+            return self.b.icmp_unsigned(_CMP[op], a, b)
+        return self.b.icmp_signed(_CMP[op], a, b)
+
+    def expr_Select(self, e: E.Select) -> ir.Value:
+        if _is_safe(e.true_value) and _is_safe(e.false_value):
+            cond = self.expr(e.cond)
+            return self.b.select(cond, self.expr(e.true_value), self.expr(e.false_value))
+        if dt.lanes(e.cond.dtype) > 1:  # lazy per lane: scalarize
+            return self.vector_of([par.lane(self, e, k) for k in range(dt.lanes(e.dtype))],
+                                  e.dtype)
+        cond = self.expr(e.cond)
+        with self.b.if_else(cond) as (then, otherwise):
+            with then:
+                t, t_block = self.expr(e.true_value), self.b.block
+            with otherwise:
+                f, f_block = self.expr(e.false_value), self.b.block
+        phi = self.b.phi(t.type)
+        phi.add_incoming(t, t_block)
+        phi.add_incoming(f, f_block)
+        return phi
+
+    def expr_Load(self, e: tir.Load) -> ir.Value:
+        buf, n = e.buffer, dt.lanes(e.dtype)
+        align = elem_bytes(buf.dtype)
+        if n == 1:
+            v = self.b.load(self.address(buf, self.expr(e.index)), typ=mem_type(e.dtype),
+                            align=align)
+            return self.from_mem(v, e.dtype)
+        if _is_dense_ramp(e.index):
+            ptr = self.address(buf, self.expr(e.index.base))
+            return self.from_mem(self.b.load(ptr, typ=mem_type(e.dtype), align=align), e.dtype)
+        index = self.expr(e.index)  # gather, lane by lane
+        lanes = []
+        for k in range(n):
+            ptr = self.address(buf, self.b.extract_element(index, I32(k)))
+            lanes.append(self.b.load(ptr, typ=mem_type(dt.base(e.dtype)), align=align))
+        return self.from_mem(self.vector_of(lanes, dt.with_lanes(mem_dtype(e.dtype), n)),
+                             e.dtype)
+
+    def expr_Ramp(self, e: E.Ramp) -> ir.Value:
+        base, stride = self.expr(e.base), self.expr(e.stride)
+        steps = ir.Constant(ir.VectorType(base.type, e.lanes), list(range(e.lanes)))
+        offsets = self.b.mul(self.splat(stride, e.lanes), steps)
+        return self.b.add(self.splat(base, e.lanes), offsets)
+
+    def expr_Broadcast(self, e: E.Broadcast) -> ir.Value:
+        return self.splat(self.expr(e.value), e.lanes)
+
+    def splat(self, v, n: int) -> ir.Value:
+        if isinstance(v, ir.Constant):
+            return ir.Constant(ir.VectorType(v.type, n), [v] * n)
+        one = self.b.insert_element(ir.Constant(ir.VectorType(v.type, 1), None), v, I32(0))
+        return self.b.shuffle_vector(one, one, ir.Constant(ir.VectorType(I32, n), [0] * n))
+
+    def vector_of(self, values: list, dtype: str) -> ir.Value:
+        vec = ir.Constant(ll_type(dtype), None)
+        for k, v in enumerate(values):
+            vec = self.b.insert_element(vec, v, I32(k))
+        return vec
+
+    def expr_Call(self, e: E.Call) -> ir.Value:
+        args = [self.expr(a) for a in e.args]
+        if e.extern:
+            fn = self.mod.declare(e.name, ll_type(e.dtype), [a.type for a in args])
+            return self.b.call(fn, args)
+        if e.name == "abs" and not dt.is_float(e.dtype):
+            x = args[0]
+            neg = self.b.icmp_signed("<", x, ir.Constant(x.type, None))
+            return self.b.select(neg, self.b.neg(x), x)
+        if not dt.is_float(e.dtype):
+            raise BuildError(f"Call: intrinsic {e.name!r} needs a float dtype, got {e.dtype}")
+        if e.name in _LLVM_MATH:
+            return self.intrinsic(_LLVM_MATH[e.name], e.dtype, args)
+        if e.name in _LIBM:
+            return self.libm(e.name, e.dtype, args[0])
+        if e.name == "rsqrt":
+            root = self.intrinsic("llvm.sqrt", e.dtype, args)
+            return self.b.fdiv(self.float_const(1.0, e.dtype), root, flags=_FP_FLAGS)
+        if e.name == "sigmoid":
+            neg = self.b.fneg(args[0], flags=_FP_FLAGS)
+            denom = self.b.fadd(self.float_const(1.0, e.dtype),
+                                self.intrinsic("llvm.exp", e.dtype, [neg]), flags=_FP_FLAGS)
+            return self.b.fdiv(self.float_const(1.0, e.dtype), denom, flags=_FP_FLAGS)
+        raise BuildError(f"Call: unknown intrinsic {e.name!r}")
+
+    def float_const(self, value: float, dtype: str) -> ir.Value:
+        return self.expr_Const(E.Const(dtype, value))
+
+    def intrinsic(self, name: str, dtype: str, args: list) -> ir.Value:
+        base, n = dt.split_lanes(dtype)
+        suffix = _INTRINSIC_SUFFIX[base] if n == 1 else f"v{n}{_INTRINSIC_SUFFIX[base]}"
+        t = ll_type(dtype)
+        fn = self.mod.declare(f"{name}.{suffix}", t, [t] * len(args))
+        return self.b.call(fn, args)
+
+    def libm(self, name: str, dtype: str, x) -> ir.Value:
+        base, n = dt.split_lanes(dtype)
+        if n > 1:
+            lanes = [self.libm(name, base, self.b.extract_element(x, I32(k))) for k in range(n)]
+            return self.vector_of(lanes, dtype)
+        if base == "float16":
+            wide = self.libm(name, "float32", self.b.fpext(x, ll_type("float32")))
+            return self.b.fptrunc(wide, ll_type(base))
+        t = ll_type(base)
+        fn = self.mod.declare(_LIBM[name][0 if base == "float32" else 1], t, [t])
+        return self.b.call(fn, [x])
+
+
+def mem_dtype(dtype: str) -> str:
+    """The dtype whose register type equals the memory type (bool -> uint8)."""
+    return dt.with_lanes("uint8", dt.lanes(dtype)) if dt.is_bool(dtype) else dtype
+
+
+def _lanes_of(v) -> int:
+    return v.type.count if isinstance(v.type, ir.VectorType) else 1
+
+
+def _is_dense_ramp(index: E.Expr) -> bool:
+    return (isinstance(index, E.Ramp) and isinstance(index.stride, E.Const)
+            and int(index.stride.value) == 1)
+
+
+def _is_safe(e: E.Expr) -> bool:
+    """True when evaluating `e` speculatively can neither fault nor have side effects."""
+    unsafe = []
+
+    def visit(node):
+        if isinstance(node, tir.Load) or (isinstance(node, E.Call) and node.extern):
+            unsafe.append(node)
+        elif (isinstance(node, E.Binary) and node.op in _INT_DIV_OPS
+              and not dt.is_float(node.dtype)):
+            unsafe.append(node)
+    E.pre_order(e, visit)
+    return not unsafe
+
