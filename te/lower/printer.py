@@ -145,8 +145,7 @@ class _Printer:
                 f"{self.expr(s.value, top=True)}"]
 
     def stmt_ProducerRealize(self, s: ir.ProducerRealize, depth: int) -> list:
-        bounds = ", ".join(f"{self.expr(r.min)}:{self.expr(E.binary('add', r.min, r.extent))}"
-                           for r in s.bounds)
+        bounds = ", ".join(f"{self.expr(r.min)}:{self.expr(_end(r))}" for r in s.bounds)
         head = f"realize {self.storage(s.tensor)}[{bounds}]"
         if s.scope != "global":
             head += f" scope={s.scope}"
@@ -215,6 +214,12 @@ class _Printer:
             text += f", init=[{self.exprs(e.init)}]"
         text += ")"
         return text if len(e.source) == 1 else f"{text}[{e.value_index}]"
+
+
+def _end(r) -> E.Expr:
+    if isinstance(r.min, E.Const) and r.min.value == 0:
+        return r.extent
+    return E.binary("add", r.min, r.extent)
 
 
 def _fresh(name: str, taken: set) -> str:
