@@ -65,7 +65,7 @@ def _bind_scalars(func: ir.PrimFunc, args: list, given: dict) -> dict:
     by_name = {k: v for k, v in given.items() if isinstance(k, str)}
     values: dict = {}
     for v in func.scalar_params:
-        x = given.get(v, by_name.get(v.name)) if not isinstance(v, str) else None
+        x = given[v] if v in given else by_name.get(v.name)
         if x is not None:
             values[v] = _np_type(v.dtype)(x)
     for b, a in zip(func.params, args):
