@@ -151,6 +151,7 @@ class FuncGen:
     def alloca(self, typ: ir.Type, align: int | None = None) -> ir.Instruction:
         """Stack storage in the entry block, so loops do not grow the stack."""
         slot = ir.IRBuilder(self.entry).alloca(typ)
+        slot.type = PTR  # llvmlite types allocas as typed pointers; LLVM 22 has only `ptr`
         if align is not None:
             slot.align = align
         return slot
@@ -271,7 +272,8 @@ class FuncGen:
             raise BuildError(f"Load/Store: buffer {buf.name!r} is neither a parameter "
                              f"nor allocated")
         idx = self.index64(index)
-        return self.b.gep(self.env[buf.data], [idx], source_etype=mem_type(dt.base(buf.dtype)))
+        return self.b.gep(self.env[buf.data], [idx], inbounds=True,
+                          source_etype=mem_type(dt.base(buf.dtype)))
 
     def index64(self, value) -> ir.Value:
         if value.type.width == 64:
