@@ -52,7 +52,7 @@ class _ArgCheck:
     ndim: int
     dtype: np.dtype
     static_shape: tuple[int, ...] | None  # the whole shape when no entry is symbolic
-    shape: tuple[int | str, ...]
+    entries: tuple[tuple[int, int | str], ...]  # (dim, expected) pairs, in order
 
 
 class ArgumentChecker:
@@ -63,10 +63,10 @@ class ArgumentChecker:
         self.signature = signature
         self._names = tuple(arg.name for arg in signature.args)
         self._checks = tuple(_make_check(arg) for arg in signature.args)
-        self._scalar_names = tuple(scalar.name for scalar in signature.scalars)
-        self._scalar_ranges = {
-            scalar.name: (scalar.dtype, np.iinfo(scalar.dtype)) for scalar in signature.scalars
-        }
+        self._scalar_limits = tuple(
+            (scalar.name, int(np.iinfo(scalar.dtype).max)) for scalar in signature.scalars
+        )
+        self._scalar_dtypes = {scalar.name: scalar.dtype for scalar in signature.scalars}
         self._symbolic = bool(signature.scalars)
         self.ctypes_argtypes = (
             [ctypes.c_void_p] * len(signature.args)
@@ -80,74 +80,86 @@ class ArgumentChecker:
                 f"expected {len(self._checks)} arguments ({', '.join(self._names)}), "
                 f"got {len(args)}"
             )
+        # The hot path of every call: no message is formatted unless a check fails.
         raw: list[int] = []
-        bound: dict[str, tuple[int, str]] = {}
+        bound: dict[str, tuple[int, str, int]] = {}
         for arg, check in zip(args, self._checks):
-            array = _as_numpy(arg, check.name)
-            if array.ndim != check.ndim:
-                raise ArgumentError(
-                    f"argument '{check.name}': expected rank {check.ndim}, got rank {array.ndim} "
-                    f"(shape {array.shape})"
-                )
-            if array.dtype != check.dtype:
-                raise ArgumentError(
-                    f"argument '{check.name}': expected dtype {check.dtype.name}, "
-                    f"got {array.dtype.name}"
-                )
+            if isinstance(arg, np.ndarray):
+                array = arg
+            elif isinstance(arg, NDArray):
+                array = arg._data
+            else:
+                raise ArgumentError(f"argument '{check.name}': expected a numpy array or "
+                                    f"NDArray, got {type(arg).__name__}")
+            if array.ndim != check.ndim or array.dtype != check.dtype:
+                _raise_rank_or_dtype(check, array)
             if not array.flags.c_contiguous:
                 raise ArgumentError(
                     f"argument '{check.name}': expected a C-contiguous array, got strides "
                     f"{array.strides} for shape {array.shape} (pass np.ascontiguousarray(...))"
                 )
-            if array.shape != check.static_shape:
-                _check_shape(check, array.shape, bound)
-            raw.append(data_pointer(array))
+            shape = array.shape
+            if shape != check.static_shape:
+                for dim, expected in check.entries:
+                    actual = shape[dim]
+                    if expected.__class__ is int:
+                        if actual != expected:
+                            _raise_shape(check, dim, expected, actual, None)
+                    else:
+                        previous = bound.get(expected)
+                        if previous is None:
+                            bound[expected] = (actual, check.name, dim)
+                        elif previous[0] != actual:
+                            _raise_shape(check, dim, expected, actual, previous)
+            raw.append(_read_pointer(id(array) + _DATA_OFFSET).value if _DATA_OFFSET
+                       else array.ctypes.data)
         if self._symbolic:
-            raw.extend(self._scalar_values(bound))
+            for name, limit in self._scalar_limits:
+                value = bound[name][0]
+                if value > limit:
+                    _raise_scalar_range(name, self._scalar_dtypes[name], bound[name])
+                raw.append(value)
         return raw
 
-    def _scalar_values(self, bound: dict[str, tuple[int, str]]) -> list[int]:
-        values = []
-        for name in self._scalar_names:
-            value, origin = bound[name]
-            dtype, info = self._scalar_ranges[name]
-            if value > info.max:
-                raise ArgumentError(
-                    f"size variable '{name}' ({origin}): expected a value that fits {dtype} "
-                    f"(<= {info.max}), got {value}"
-                )
-            values.append(value)
-        return values
+
+def _raise_rank_or_dtype(check: _ArgCheck, array: np.ndarray) -> None:
+    if array.ndim != check.ndim:
+        raise ArgumentError(
+            f"argument '{check.name}': expected rank {check.ndim}, got rank {array.ndim} "
+            f"(shape {array.shape})"
+        )
+    got = array.dtype.name if array.dtype.isnative else array.dtype.str
+    raise ArgumentError(f"argument '{check.name}': expected dtype {check.dtype.name}, got {got}")
 
 
-def _as_numpy(arg: Any, name: str) -> np.ndarray:
-    if isinstance(arg, np.ndarray):
-        return arg
-    if isinstance(arg, NDArray):
-        return arg._data
+def _raise_shape(
+    check: _ArgCheck, dim: int, expected: int | str, actual: int,
+    previous: tuple[int, str, int] | None,
+) -> None:
+    where = f"argument '{check.name}' shape[{dim}]"
+    if previous is None:
+        raise ArgumentError(f"{where}: expected {expected}, got {actual}")
+    value, arg_name, arg_dim = previous
     raise ArgumentError(
-        f"argument '{name}': expected a numpy array or NDArray, got {type(arg).__name__}"
+        f"{where}: expected {value} ({expected}, bound from argument '{arg_name}' "
+        f"shape[{arg_dim}]), got {actual}"
     )
 
 
-def _check_shape(check: _ArgCheck, shape: tuple[int, ...], bound: dict) -> None:
-    for dim, (expected, actual) in enumerate(zip(check.shape, shape)):
-        where = f"argument '{check.name}' shape[{dim}]"
-        if isinstance(expected, int):
-            if actual != expected:
-                raise ArgumentError(f"{where}: expected {expected}, got {actual}")
-        elif expected not in bound:
-            bound[expected] = (actual, f"bound from {where}")
-        elif bound[expected][0] != actual:
-            value, origin = bound[expected]
-            raise ArgumentError(f"{where}: expected {value} ({expected}, {origin}), got {actual}")
+def _raise_scalar_range(name: str, dtype: str, binding: tuple[int, str, int]) -> None:
+    value, arg_name, arg_dim = binding
+    raise ArgumentError(
+        f"size variable '{name}' (bound from argument '{arg_name}' shape[{arg_dim}]): "
+        f"expected a value that fits {dtype} (<= {np.iinfo(dtype).max}), got {value}"
+    )
 
 
 def _make_check(arg: ArgSpec) -> _ArgCheck:
     symbolic = any(isinstance(entry, str) for entry in arg.shape)
     return _ArgCheck(
         name=arg.name, ndim=len(arg.shape), dtype=np.dtype(arg.dtype),
-        static_shape=None if symbolic else tuple(arg.shape), shape=tuple(arg.shape),
+        static_shape=None if symbolic else tuple(arg.shape),
+        entries=tuple(enumerate(arg.shape)),
     )
 
 

@@ -29,11 +29,13 @@ def _check_dtype(dtype: Any) -> np.dtype:
 
 
 def _aligned_empty(shape: tuple[int, ...], np_dtype: np.dtype) -> np.ndarray:
-    nbytes = int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize
+    count = int(np.prod(shape, dtype=np.int64))
     # Over-allocate by one alignment unit, then start the view at the first aligned byte.
+    # One spare element keeps zero-size views pointing at the aligned byte, not elsewhere.
+    nbytes = (count + 1) * np_dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     offset = (-raw.ctypes.data) % ALIGNMENT
-    return raw[offset:offset + nbytes].view(np_dtype).reshape(shape)
+    return raw[offset:offset + nbytes].view(np_dtype)[:count].reshape(shape)
 
 
 class NDArray:

@@ -1,0 +1,113 @@
+"""compile_llvm: correctness against numpy, libm calls, unresolved symbols, source texts."""
+
+import numpy as np
+import pytest
+from rt_kernels import ADD_LL, EXP_LL, EXP_SIGNATURE, SELECT_LL, SELECT_SIGNATURE
+
+import runtime
+from runtime import RuntimeBuildError
+
+UNRESOLVED_LL = """
+declare float @no_such_function_xyz(float)
+
+define i32 @broken(ptr %X) {
+entry:
+  %x = load float, ptr %X
+  %y = call float @no_such_function_xyz(float %x)
+  store float %y, ptr %X
+  ret i32 0
+}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 7, 1001])
+def test_add_matches_numpy(add_module, n):
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal((2, n), dtype=np.float32)
+    c = np.full(n, np.nan, dtype=np.float32)
+    add_module(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+
+
+def test_add_accepts_ndarrays(add_module):
+    a = runtime.array(np.arange(19, dtype="float32"))
+    b = runtime.array(np.ones(19, dtype="float32"))
+    c = runtime.empty((19,), "float32")
+    add_module(a, b, c)
+    np.testing.assert_array_equal(c.numpy(), np.arange(19) + 1)
+
+
+def test_zero_size_arrays_run(add_module):
+    empty = np.zeros(0, np.float32)
+    add_module(empty, empty, empty.copy())
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_expf_from_libm(opt_level):
+    module = runtime.Module(runtime.compile_llvm(EXP_LL, opt_level=opt_level), EXP_SIGNATURE)
+    x = np.random.default_rng(0).uniform(-5, 5, 333).astype(np.float32)
+    y = np.empty_like(x)
+    module(x, y)
+    np.testing.assert_allclose(y, np.exp(x), rtol=1e-6)
+
+
+def test_bool_mask_and_int32_data():
+    module = runtime.Module(runtime.compile_llvm(SELECT_LL), SELECT_SIGNATURE)
+    rng = np.random.default_rng(1)
+    mask = rng.random(37) < 0.5
+    x = rng.integers(-100, 100, 37, dtype=np.int32)
+    y = np.zeros(37, np.int32)
+    module(mask, x, y)
+    np.testing.assert_array_equal(y, np.where(mask, x, -1))
+
+
+def test_scale2d_static_and_symbolic_dims(scale2d_module):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((5, 17))
+    w = rng.standard_normal(17)
+    y = np.zeros_like(x)
+    scale2d_module(x, w, y)
+    np.testing.assert_allclose(y, 2 * x + w)
+
+
+def test_unresolved_symbol_raises_instead_of_crashing():
+    with pytest.raises(RuntimeBuildError, match="unresolved external symbol.*no_such_function_xyz"):
+        runtime.compile_llvm(UNRESOLVED_LL)
+
+
+def test_invalid_ir_raises_build_error():
+    with pytest.raises(RuntimeBuildError, match="invalid LLVM IR"):
+        runtime.compile_llvm("define i32 @f( {")
+
+
+def test_bad_opt_level():
+    with pytest.raises(ValueError, match=r"opt_level: expected 0, 1, 2 or 3, got 5"):
+        runtime.compile_llvm(ADD_LL, opt_level=5)
+
+
+def test_sources_and_object(add_module):
+    ll = add_module.get_source("ll")
+    assert "define" in ll and "@add" in ll
+    asm = add_module.get_source("asm")
+    assert "add:" in asm
+    assert add_module.get_source("s") == asm
+    assert add_module.library.emit_object()[:4] == b"\x7fELF"
+    with pytest.raises(ValueError, match=r"fmt: expected 'll', 'asm' or 's', got 'cuda'"):
+        add_module.get_source("cuda")
+
+
+def test_host_features_reach_the_code():
+    # Vectorized code for the host uses wider registers than the SSE2 baseline would.
+    asm = runtime.compile_llvm(ADD_LL).asm
+    features = runtime.compile_llvm(ADD_LL).features
+    if "+avx2" in features:
+        assert "ymm" in asm or "zmm" in asm
+
+
+def test_runtime_check_status_raises():
+    from rt_kernels import CHECKED_LL, CHECKED_SIGNATURE
+
+    module = runtime.Module(runtime.compile_llvm(CHECKED_LL), CHECKED_SIGNATURE)
+    module(np.zeros(3, np.float32))
+    with pytest.raises(RuntimeError, match=r"kernel 'checked' failed a runtime check \(status code 7\)"):
+        module(np.zeros(4, np.float32))
