@@ -216,7 +216,7 @@ def _intrinsic(name: str, dtype: str) -> Callable:
     return table[name]
 
 
-def _cast(value_dtype: str, dtype: str, fv):
+def _cast(dtype: str, fv):
     target = _np_type(dtype)
     if dt.is_bool(dtype):
         return lambda: fv() != 0
@@ -392,7 +392,7 @@ class _Compiler:
         return lambda: ~fa()
 
     def expr_Cast(self, e: E.Cast) -> Callable:
-        return _cast(e.value.dtype, e.dtype, self.expr(e.value))
+        return _cast(e.dtype, self.expr(e.value))
 
     def expr_Select(self, e: E.Select) -> Callable:
         c, t, f = self.expr(e.cond), self.expr(e.true_value), self.expr(e.false_value)
@@ -432,6 +432,16 @@ class _Compiler:
                     raise _oob(b, list(i), arr.size, "load from")
                 return arr[i]
             return load_vector
+
+        if isinstance(e.index, E.Var):  # the most common index: skip one closure call
+            frame, slot = self.frame, self.slots[e.index]
+
+            def load_var():
+                i, arr = frame[slot], bufs[k]
+                if not 0 <= i < arr.size:
+                    raise _oob(b, i, arr.size, "load from")
+                return arr[i]
+            return load_var
 
         def load():
             i, arr = index(), bufs[k]

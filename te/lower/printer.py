@@ -64,7 +64,7 @@ class _Printer:
 
     def __init__(self):
         self.var_names: dict = {}      # Var -> printed name
-        self.storage_names: dict = {}  # Buffer / Tensor -> printed name
+        self.storage_names: dict = {}  # (data Var, name) / Tensor -> printed name
         self.taken: set = set()
         self.storage_taken: set = set()
 
@@ -77,10 +77,13 @@ class _Printer:
         return name
 
     def storage(self, obj) -> str:
-        name = self.storage_names.get(obj)
+        # Buffers are the same storage when they share the data Var (passes may rebuild the
+        # Buffer object); tensors are compared as tensors.
+        key = (obj.data, obj.name) if isinstance(obj, ir.Buffer) else obj
+        name = self.storage_names.get(key)
         if name is None:
             name = _fresh(obj.name, self.storage_taken)
-            self.storage_names[obj] = name
+            self.storage_names[key] = name
         return name
 
     # -- functions ---------------------------------------------------------------------

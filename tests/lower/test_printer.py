@@ -1,4 +1,5 @@
 """Golden text for the loop IR printer: functions, statements, expressions, name clashes."""
+import dataclasses
 import textwrap
 
 import te
@@ -174,3 +175,11 @@ def test_param_strides_and_attrs():
           0
         }
         """)
+
+
+def test_rebuilt_buffer_with_same_storage_keeps_its_name():
+    i = E.Var("i")
+    T = buf("T", "float32", (4,))
+    T2 = dataclasses.replace(T, shape=(E.const(2), E.const(2)))
+    s = ir.Allocate(T, E.const(4), ir.Store(T2, i, ir.Load("float32", T, i)))
+    assert print_stmt(s) == "allocate T[float32 * 4] {\n  T[i] = T[i]\n}"
