@@ -176,6 +176,9 @@ class FuncGen:
         self.stmt(s.body)
 
     def stmt_IfThenElse(self, s: tir.IfThenElse) -> None:
+        if dt.lanes(s.cond.dtype) != 1:
+            raise BuildError(f"IfThenElse: the condition must be a scalar bool, "
+                             f"got dtype {s.cond.dtype}")
         cond = self.expr(s.cond)
         if s.else_case is None:
             with self.b.if_then(cond):
@@ -465,7 +468,7 @@ class FuncGen:
         if e.name == "abs" and not dt.is_float(e.dtype):
             x = args[0]
             neg = self.b.icmp_signed("<", x, ir.Constant(x.type, None))
-            return self.b.select(neg, self.b.neg(x), x)
+            return self.b.select(neg, self.b.sub(ir.Constant(x.type, None), x), x)
         if not dt.is_float(e.dtype):
             raise BuildError(f"Call: intrinsic {e.name!r} needs a float dtype, got {e.dtype}")
         if e.name in _LLVM_MATH:

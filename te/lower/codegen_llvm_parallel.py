@@ -59,20 +59,15 @@ def emit_parallel_for(gen, s: tir.For) -> None:
 
     name = f"{mod.func.name}_par{mod.n_outlined}"
     mod.n_outlined += 1
-    fn = ir.Function(mod.module, ir.FunctionType(ir.VoidType(), [PTR]), name=name)
-    fn.linkage = "internal"
-    fn.args[0].name = "closure"
-    for attr in ("noalias", "nonnull", "captures(none)"):
-        fn.args[0].add_attribute(attr)
-    for attr in fn_attributes(gen.fn):
-        set.add(fn.attributes, attr)
+    body_fn = _outline_body(gen, s, name, captured, lo.type)
+    fn = _new_function(mod, name, ir.VoidType(), [PTR], ["closure"], gen.fn)
+    fn.args[0].add_attribute("nonnull")
     child = type(gen)(mod, fn, in_parallel=True)
     cb = child.b
     values = [cb.load(cb.gep(fn.args[0], [I32(0), I32(k)], source_etype=closure_t), typ=f.type)
               for k, f in enumerate(fields)]
-    for var, value in zip(captured, values[2:]):
-        child.env[var] = value
-    _emit_chunk(child, s, values[0], values[1])
+    start, count = _chunk(child, values[0], values[1])
+    cb.call(body_fn, values[2:] + [start, count])
     cb.ret_void()
     child.finish()
 
@@ -80,12 +75,42 @@ def emit_parallel_for(gen, s: tir.For) -> None:
     b.call(gomp, [fn, closure, I32(0), I32(0)])
 
 
-def fn_attributes(fn: ir.Function) -> list:
-    return list(set.__iter__(fn.attributes))
+def _new_function(mod, name, ret, arg_types, arg_names, like) -> ir.Function:
+    fn = ir.Function(mod.module, ir.FunctionType(ret, arg_types), name=name)
+    fn.linkage = "internal"
+    for arg, arg_name in zip(fn.args, arg_names):
+        arg.name = arg_name
+    for attr in set.__iter__(like.attributes):
+        set.add(fn.attributes, attr)
+    return fn
 
 
-def _emit_chunk(child, s: tir.For, lo, extent) -> None:
-    """Iterations [tid*chunk, min(extent, (tid+1)*chunk)) with chunk = ceil(extent/nthreads)."""
+def _outline_body(gen, s: tir.For, name: str, captured: list, index_t) -> ir.Function:
+    """`void @<name>_body(captured..., start, count)` running iterations [start, start+count).
+
+    Buffer pointers arrive as `noalias` arguments; once LLVM inlines this function into the
+    closure-unpacking one, that becomes scoped alias metadata, so the loop still vectorizes
+    without runtime alias checks, as it would in the entry function.
+    """
+    arg_types = [gen.env[v].type for v in captured] + [index_t, index_t]
+    names = [v.name for v in captured] + ["start", "count"]
+    fn = _new_function(gen.mod, name + "_body", ir.VoidType(), arg_types, names, gen.fn)
+    fn.attributes.add("alwaysinline")
+    child = type(gen)(gen.mod, fn, in_parallel=True)
+    for var, arg in zip(captured, fn.args):
+        child.env[var] = arg
+        if var.dtype == "handle":
+            for attr in ("noalias", "nonnull", "captures(none)"):
+                arg.add_attribute(attr)
+    child.loop(s.loop_var, fn.args[-2], fn.args[-1], lambda: child.stmt(s.body))
+    child.b.ret_void()
+    child.finish()
+    return fn
+
+
+def _chunk(child, lo, extent) -> tuple:
+    """(start, count) of iterations [tid*chunk, min(extent, (tid+1)*chunk)) offset by lo,
+    with chunk = ceil(extent / nthreads); count <= 0 for threads past the end."""
     b = child.b
     t = lo.type
     tid = b.call(child.mod.declare("omp_get_thread_num", I32, []), [])
@@ -97,8 +122,7 @@ def _emit_chunk(child, s: tir.For, lo, extent) -> None:
     begin = b.mul(tid, chunk)
     end = b.add(begin, chunk)
     end = b.select(b.icmp_signed("<", extent, end), extent, end)
-    count = b.sub(end, begin)  # <= 0 for threads past the end: the loop does not run
-    child.loop(s.loop_var, b.add(lo, begin), count, lambda: child.stmt(s.body))
+    return b.add(lo, begin), b.sub(end, begin)
 
 
 def lane(gen, e: E.Expr, k: int) -> ir.Value:

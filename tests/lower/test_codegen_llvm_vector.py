@@ -243,3 +243,22 @@ def test_vectorized_kind_loop_gets_metadata_and_runs():
     result = np.zeros(n, "float32")
     compile_func(f)(x, result)
     np.testing.assert_array_equal(result, np.maximum(x, 0))
+
+
+def test_vector_not_and_integer_abs():
+    n_vec, lanes = 7, 4
+    n = n_vec * lanes
+    a, out, flags = buffer("a", "int16", n), buffer("out", "int16", n), buffer("f", "bool", n)
+    i = E.Var("i", "int32")
+    idx = ramp(binop("mul", i, i32(lanes)), lanes)
+    x = ir.Load(f"int16x{lanes}", a, idx)
+    positive = binop("gt", x, E.Broadcast(f"int16x{lanes}", E.Const("int16", 0), lanes))
+    stores = ir.seq(ir.Store(out, idx, E.Call(f"int16x{lanes}", "abs", (x,))),
+                    ir.Store(flags, idx, E.Not(f"boolx{lanes}", positive)))
+    f = ir.PrimFunc("vnot", (a, out, flags), (),
+                    ir.For(i, i32(0), i32(n_vec), ir.SERIAL, stores))
+    p = random_array("int16", n)
+    result, not_pos = np.zeros(n, "int16"), np.zeros(n, bool)
+    compile_func(f)(p, result, not_pos)
+    np.testing.assert_array_equal(result, np.abs(p))
+    np.testing.assert_array_equal(not_pos, ~(p > 0))
