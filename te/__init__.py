@@ -12,3 +12,7 @@ from .compute.expr import Expr, Var, structural_equal
 from .compute.tensor import IterVar, Range, Tensor
 from .errors import (ArgumentError, BuildError, ComputeError, DTypeError, LoweringError,
                      ScheduleError, ShapeError, TEError)
+from .schedule.schedule import Schedule, Stage, create_schedule
+from .lower.pipeline import lower
+from .build import build
+from runtime import ndarray as nd  # noqa: E402

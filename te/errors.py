@@ -1,8 +1,11 @@
 """Every error the compiler raises on purpose.
 
-Imports nothing from the project. Each layer raises the subclass that names the step that
+Imports only runtime.errors, whose ArgumentError (raised by built modules when called with
+bad arguments, also when loaded without te) is re-exported here. Each layer raises the subclass that names the step that
 refused the input, with a message that names the parameter, what was expected and what came.
 """
+
+from runtime.errors import ArgumentError  # noqa: F401  (re-exported)
 
 
 class TEError(Exception):
@@ -32,6 +35,3 @@ class LoweringError(TEError):
 class BuildError(TEError):
     """Code generation or native compilation failed."""
 
-
-class ArgumentError(TEError, ValueError):
-    """A built module was called with arguments that do not match its signature."""

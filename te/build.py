@@ -1,0 +1,88 @@
+"""te.build(): lower a schedule, generate LLVM IR and compile it into a runtime Module.
+
+Takes a Schedule and its argument tensors (or an already lowered PrimFunc) and a target
+string ("llvm", "llvm -mcpu=NAME -mattr=+f1,-f2"); gives a runtime.Module that checks its
+arguments before any native code runs. Imports te.lower and runtime.
+"""
+from __future__ import annotations
+
+import shlex
+
+import runtime
+
+from .compute.expr import Const, Var
+from .errors import BuildError
+from .lower import ir
+from .lower.codegen_llvm import codegen_llvm
+from .lower.pipeline import lower
+from .schedule.schedule import Schedule
+
+
+def parse_target(target: str) -> dict:
+    """'llvm -mcpu=x -mattr=+a,-b' -> {'kind': 'llvm', 'mcpu': 'x', 'mattr': '+a,-b'}."""
+    if not isinstance(target, str) or not target.strip():
+        raise BuildError(f"te.build: target must be a string such as 'llvm', got {target!r}")
+    words = shlex.split(target)
+    out = {"kind": words[0]}
+    for w in words[1:]:
+        if not w.startswith("-") or "=" not in w:
+            raise BuildError(f"te.build: target option {w!r} must look like -key=value")
+        k, v = w.lstrip("-").split("=", 1)
+        if k not in ("mcpu", "mattr", "num-cores", "opt-level"):
+            raise BuildError(f"te.build: unknown target option -{k} (expected -mcpu, -mattr, "
+                             f"-opt-level)")
+        out[k] = v
+    if out["kind"] == "cuda":
+        raise BuildError("te.build: target 'cuda' is not available yet: CUDA code generation "
+                         "is not implemented; use target='llvm'")
+    if out["kind"] != "llvm":
+        raise BuildError(f"te.build: unknown target kind {out['kind']!r} (expected 'llvm')")
+    return out
+
+
+def signature_of(func: ir.PrimFunc) -> runtime.KernelSignature:
+    """The runtime description of a lowered function's arguments."""
+    scalar_names = {}
+    for v in func.scalar_params:
+        if v.name in scalar_names and scalar_names[v.name] is not v:
+            raise BuildError(f"te.build: two different size variables are both named "
+                             f"'{v.name}'; give them distinct names")
+        scalar_names[v.name] = v
+    args = []
+    for buf in func.params:
+        shape = []
+        for k, dim in enumerate(buf.shape):
+            if isinstance(dim, Const):
+                shape.append(int(dim.value))
+            elif isinstance(dim, Var):
+                shape.append(dim.name)
+            else:
+                raise BuildError(f"te.build: argument '{buf.name}' shape[{k}] is an expression; "
+                                 f"argument dimensions must be ints or te.var sizes")
+        args.append(runtime.ArgSpec(buf.name, buf.dtype, tuple(shape)))
+    scalars = tuple(runtime.ScalarSpec(v.name, v.dtype) for v in func.scalar_params)
+    return runtime.KernelSignature(func.name, tuple(args), scalars)
+
+
+def build(sch, args=None, target: str = "llvm", name: str = "main") -> runtime.Module:
+    """te.build: compile schedule `sch` with arguments `args` for `target`."""
+    opts = parse_target(target)
+    if isinstance(sch, ir.PrimFunc):
+        func = sch
+    elif isinstance(sch, Schedule):
+        if args is None:
+            raise BuildError("te.build: args must list the argument tensors of the schedule")
+        func = lower(sch, args, name=name)
+    else:
+        raise BuildError(f"te.build: expected a schedule or a lowered function, got "
+                         f"{type(sch).__name__}")
+    signature = signature_of(func)
+    ll = codegen_llvm(func, parallel=runtime.parallel_available())
+    try:
+        lib = runtime.compile_llvm(ll, cpu=opts.get("mcpu"), features=opts.get("mattr"),
+                                   opt_level=int(opts.get("opt-level", 3)))
+    except runtime.RuntimeBuildError as err:
+        raise BuildError(f"te.build: native compilation failed: {err}") from None
+    mod = runtime.Module(lib, signature, {"ll_unoptimized": ll})
+    mod.lowered = func
+    return mod

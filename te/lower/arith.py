@@ -1,0 +1,342 @@
+"""Integer arithmetic analysis: a linear-form simplifier and symbolic interval bounds.
+
+Takes expressions and, optionally, the ranges of loop variables; gives simplified
+expressions (terms collected, constants folded, floordiv/floormod/min/max/comparisons
+decided when the ranges prove them) and intervals [lo, hi] whose ends are expressions.
+Imports te.compute.expr and te.dtype only. Float expressions are only constant-folded.
+"""
+from __future__ import annotations
+
+from .. import dtype as dt
+from ..compute import expr as E
+from ..compute.expr import Binary, Const, Expr, Var
+
+
+def key(e: Expr) -> tuple:
+    """A hashable structural key: equal keys mean structurally equal expressions."""
+    if isinstance(e, Var):
+        return ("var", id(e))
+    if isinstance(e, Const):
+        return ("c", e.dtype, e.value)
+    extra = getattr(e, "op", None) or getattr(e, "name", None)
+    ident = getattr(e, "tensor", None) or getattr(e, "buffer", None)
+    ident = (id(ident.op), ident.value_index) if hasattr(ident, "value_index") else id(ident)
+    lanes = getattr(e, "lanes", None)
+    return (type(e).__name__, e.dtype, extra, ident, lanes) + \
+        tuple(key(k) for k in E.children(e))
+
+
+class Linear:
+    """sum(coeff * atom) + const over integers; atoms are keyed structurally."""
+
+    def __init__(self, dtype: str, terms: dict | None = None, const: int = 0):
+        self.dtype = dtype
+        self.terms = terms or {}  # key -> [atom, coeff], insertion order = print order
+        self.const = const
+
+    def add(self, other: "Linear", sign: int = 1) -> "Linear":
+        terms = {k: list(v) for k, v in self.terms.items()}
+        for k, (atom, c) in other.terms.items():
+            if k in terms:
+                terms[k][1] += sign * c
+            else:
+                terms[k] = [atom, sign * c]
+        return Linear(self.dtype, {k: v for k, v in terms.items() if v[1] != 0},
+                      self.const + sign * other.const)
+
+    def scale(self, c: int) -> "Linear":
+        if c == 0:
+            return Linear(self.dtype)
+        return Linear(self.dtype, {k: [a, v * c] for k, (a, v) in self.terms.items()},
+                      self.const * c)
+
+    def to_expr(self) -> Expr:
+        out = None
+        for atom, c in self.terms.values():
+            if c == 1:
+                term = atom
+            elif c == -1 and out is not None:
+                out = Binary(self.dtype, "sub", out, atom)
+                continue
+            else:
+                term = Binary(self.dtype, "mul", atom, Const(self.dtype, c))
+            out = term if out is None else Binary(self.dtype, "add", out, term)
+        if out is None:
+            return Const(self.dtype, self.const)
+        if self.const > 0:
+            return Binary(self.dtype, "add", out, Const(self.dtype, self.const))
+        if self.const < 0:
+            return Binary(self.dtype, "sub", out, Const(self.dtype, -self.const))
+        return out
+
+
+def _is_int_scalar(e: Expr) -> bool:
+    return dt.is_integral(e.dtype) and dt.lanes(e.dtype) == 1
+
+
+class Analyzer:
+    """Simplifies integer expressions using known constant ranges of variables."""
+
+    def __init__(self, ranges: dict | None = None):
+        self.ranges: dict = dict(ranges or {})  # Var -> (lo, hi) inclusive ints
+
+    def bind(self, var: Var, lo: int, hi: int) -> None:
+        self.ranges[var] = (lo, hi)
+
+    # -- linear forms ------------------------------------------------------------------
+    def linear(self, e: Expr) -> Linear:
+        if isinstance(e, Const):
+            return Linear(e.dtype, {}, int(e.value))
+        if isinstance(e, Binary) and e.op in ("add", "sub"):
+            return self.linear(e.a).add(self.linear(e.b), 1 if e.op == "add" else -1)
+        if isinstance(e, Binary) and e.op == "mul":
+            la, lb = self.linear(e.a), self.linear(e.b)
+            if not lb.terms:
+                return la.scale(lb.const)
+            if not la.terms:
+                return lb.scale(la.const)
+            atom = Binary(e.dtype, "mul", la.to_expr(), lb.to_expr())
+            return Linear(e.dtype, {key(atom): [atom, 1]})
+        atom = self._simplify_atom(e)
+        if isinstance(atom, Const):
+            return Linear(e.dtype, {}, int(atom.value))
+        if isinstance(atom, Binary) and atom.op in ("add", "sub", "mul"):
+            return self.linear(atom)
+        return Linear(e.dtype, {key(atom): [atom, 1]})
+
+    def simplify(self, e: Expr) -> Expr:
+        if _is_int_scalar(e) and not isinstance(e, (Var, Const)):
+            return self.linear(e).to_expr()
+        return self._simplify_atom(e)
+
+    # -- bounds ------------------------------------------------------------------------
+    def const_bound(self, e: Expr) -> tuple:
+        """(lo, hi) ints bounding integer expression e, with None for an unknown end."""
+        if isinstance(e, Const):
+            return int(e.value), int(e.value)
+        if isinstance(e, Var):
+            return self.ranges.get(e, (None, None))
+        if not isinstance(e, Binary):
+            if isinstance(e, E.Select):
+                a, b = self.const_bound(e.true_value), self.const_bound(e.false_value)
+                return _min(a[0], b[0]), _max(a[1], b[1])
+            if isinstance(e, E.Cast) and _is_int_scalar(e.value):
+                return self.const_bound(e.value)
+            return None, None
+        a, b = self.const_bound(e.a), self.const_bound(e.b)
+        op = e.op
+        if op == "add":
+            return _add(a[0], b[0]), _add(a[1], b[1])
+        if op == "sub":
+            return _add(a[0], _neg(b[1])), _add(a[1], _neg(b[0]))
+        if op == "mul":
+            if None in a or None in b:
+                if b[0] is not None and b[0] == b[1]:
+                    c = b[0]
+                    return (_mul(a[0], c), _mul(a[1], c)) if c >= 0 else \
+                        (_mul(a[1], c), _mul(a[0], c))
+                if a[0] is not None and a[0] == a[1]:
+                    c = a[0]
+                    return (_mul(b[0], c), _mul(b[1], c)) if c >= 0 else \
+                        (_mul(b[1], c), _mul(b[0], c))
+                return None, None
+            prods = [x * y for x in a for y in b]
+            return min(prods), max(prods)
+        if op in ("floordiv", "truncdiv") and b[0] is not None and b[0] == b[1] and b[0] > 0:
+            c = b[0]
+            if op == "truncdiv" and (a[0] is None or a[0] < 0):
+                return None, None
+            return (None if a[0] is None else a[0] // c), (None if a[1] is None else a[1] // c)
+        if op in ("floormod", "truncmod") and b[0] is not None and b[0] == b[1] and b[0] > 0:
+            c = b[0]
+            if a[0] is not None and a[1] is not None and a[0] >= 0 and a[1] < c:
+                return a
+            if op == "floormod" or (a[0] is not None and a[0] >= 0):
+                return 0, c - 1
+            return -(c - 1), c - 1
+        if op == "min":
+            return _min(a[0], b[0]), _min(a[1], b[1])
+        if op == "max":
+            return _max(a[0], b[0]), _max(a[1], b[1])
+        return None, None
+
+    def can_prove(self, cond: Expr) -> bool:
+        s = self.simplify(cond)
+        return isinstance(s, Const) and bool(s.value)
+
+    # -- node rules ----------------------------------------------------------------------
+    def _simplify_atom(self, e: Expr) -> Expr:
+        kids = E.children(e)
+        if kids:
+            e = E.with_children(e, tuple(self.simplify(k) for k in kids))
+        if isinstance(e, Binary):
+            return self._binary(e)
+        if isinstance(e, E.Select) and isinstance(e.cond, Const):
+            return e.true_value if e.cond.value else e.false_value
+        if isinstance(e, E.Not) and isinstance(e.a, Const):
+            return E.const(not e.a.value)
+        if isinstance(e, E.Cast) and isinstance(e.value, Const):
+            return E.cast(e.value, e.dtype)
+        return e
+
+    def _binary(self, e: Binary) -> Expr:
+        a, b, op = e.a, e.b, e.op
+        if isinstance(a, Const) and isinstance(b, Const):
+            return E.binary(op, a, b) if op not in E.LOGIC_OPS else E.logical(op, a, b)
+        if op in E.LOGIC_OPS:
+            return _logic(e)
+        if not _is_int_scalar(a):
+            return e
+        if op in ("floordiv", "floormod") and isinstance(b, Const) and b.value > 0:
+            return self._divmod(op, a, int(b.value), e.dtype)
+        if op in ("min", "max"):
+            diff = self.const_bound(self.linear(a).add(self.linear(b), -1).to_expr())
+            if diff[1] is not None and diff[1] <= 0:
+                return a if op == "min" else b
+            if diff[0] is not None and diff[0] >= 0:
+                return b if op == "min" else a
+            return e
+        if op in E.COMPARE_OPS:
+            lo, hi = self.const_bound(self.linear(a).add(self.linear(b), -1).to_expr())
+            verdict = _decide(op, lo, hi)
+            if verdict is not None:
+                return E.const(verdict)
+        return e
+
+    def _divmod(self, op: str, a: Expr, c: int, dtype: str) -> Expr:
+        if c == 1:
+            return a if op == "floordiv" else Const(dtype, 0)
+        lin = self.linear(a)
+        whole = Linear(dtype, {k: [t, v // c] for k, (t, v) in lin.terms.items() if v % c == 0},
+                       lin.const - lin.const % c)
+        rest = Linear(dtype, {k: [t, v] for k, (t, v) in lin.terms.items() if v % c != 0},
+                      lin.const % c)
+        lo, hi = self.const_bound(rest.to_expr())
+        if lo is not None and hi is not None and lo // c == hi // c:
+            if op == "floordiv":
+                return whole.add(Linear(dtype, {}, lo // c)).to_expr()
+            return rest.add(Linear(dtype, {}, -(lo // c) * c)).to_expr()
+        cc = Const(dtype, c)
+        if op == "floordiv":
+            inner = Binary(dtype, "floordiv", rest.to_expr(), cc)
+            return whole.add(Linear(dtype, {key(inner): [inner, 1]})).to_expr()
+        return Binary(dtype, "floormod", rest.to_expr(), cc)
+
+
+def _logic(e: Binary) -> Expr:
+    a, b = e.a, e.b
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, Const):
+            if e.op == "and":
+                return y if x.value else E.const(False)
+            return E.const(True) if x.value else y
+    return e
+
+
+def _decide(op: str, lo, hi):
+    """Decide `d op 0` for d in [lo, hi]; None when undecided."""
+    if op == "lt":
+        return True if hi is not None and hi < 0 else False if lo is not None and lo >= 0 else None
+    if op == "le":
+        return True if hi is not None and hi <= 0 else False if lo is not None and lo > 0 else None
+    if op == "gt":
+        return True if lo is not None and lo > 0 else False if hi is not None and hi <= 0 else None
+    if op == "ge":
+        return True if lo is not None and lo >= 0 else False if hi is not None and hi < 0 else None
+    if op == "eq":
+        if lo == hi and lo is not None:
+            return lo == 0
+        return False if (lo is not None and lo > 0) or (hi is not None and hi < 0) else None
+    if op == "ne":
+        v = _decide("eq", lo, hi)
+        return None if v is None else not v
+    return None
+
+
+def _add(x, y):
+    return None if x is None or y is None else x + y
+
+
+def _neg(x):
+    return None if x is None else -x
+
+
+def _mul(x, c):
+    return None if x is None else x * c
+
+
+def _min(x, y):
+    return None if x is None or y is None else min(x, y)
+
+
+def _max(x, y):
+    return None if x is None or y is None else max(x, y)
+
+
+def simplify(e: Expr, ranges: dict | None = None) -> Expr:
+    return Analyzer(ranges).simplify(e)
+
+
+# ---------------------------------------------------------------------------------------
+# Symbolic intervals for bound inference
+
+def interval(e: Expr, ranges: dict, ana: Analyzer):
+    """[lo, hi] expressions bounding e when each Var in `ranges` spans ranges[var] (a
+    (lo_expr, hi_expr) pair); other Vars are fixed. None when no bound can be given."""
+    if isinstance(e, Var):
+        return ranges.get(e, (e, e))
+    if isinstance(e, Const):
+        return e, e
+    if not any(v in ranges for v in E.free_vars(e)):
+        return e, e
+    if isinstance(e, E.Cast) and _is_int_scalar(e.value):
+        return interval(e.value, ranges, ana)
+    if isinstance(e, E.Select):
+        t, f = interval(e.true_value, ranges, ana), interval(e.false_value, ranges, ana)
+        if t is None or f is None:
+            return None
+        return _smin(t[0], f[0], ana), _smax(t[1], f[1], ana)
+    if not isinstance(e, Binary) or not _is_int_scalar(e):
+        return None
+    a, b = interval(e.a, ranges, ana), interval(e.b, ranges, ana)
+    if a is None or b is None:
+        return None
+    s = ana.simplify
+    op = e.op
+    if op == "add":
+        return s(a[0] + b[0]), s(a[1] + b[1])
+    if op == "sub":
+        return s(a[0] - b[1]), s(a[1] - b[0])
+    if op == "mul":
+        for x, y in ((a, b), (b, a)):
+            if _point_const(x):
+                c = x[0]
+                return (s(y[0] * c), s(y[1] * c)) if c.value >= 0 else (s(y[1] * c), s(y[0] * c))
+        return None
+    if op == "floordiv" and _point_const(b) and b[0].value > 0:
+        return s(E.binary("floordiv", a[0], b[0])), s(E.binary("floordiv", a[1], b[0]))
+    if op == "floormod" and _point_const(b) and b[0].value > 0:
+        width = ana.const_bound(s(a[1] - a[0]))
+        if width[1] is not None and width[1] < b[0].value:
+            lo_q = s(E.binary("floordiv", a[0], b[0]))
+            hi_q = s(E.binary("floordiv", a[1], b[0]))
+            if E.structural_equal(lo_q, hi_q):
+                return s(E.binary("floormod", a[0], b[0])), s(E.binary("floormod", a[1], b[0]))
+        return Const(e.dtype, 0), Const(e.dtype, b[0].value - 1)
+    if op == "min":
+        return _smin(a[0], b[0], ana), _smin(a[1], b[1], ana)
+    if op == "max":
+        return _smax(a[0], b[0], ana), _smax(a[1], b[1], ana)
+    return None
+
+
+def _point_const(x) -> bool:
+    return isinstance(x[0], Const) and isinstance(x[1], Const) and x[0].value == x[1].value
+
+
+def _smin(x: Expr, y: Expr, ana: Analyzer) -> Expr:
+    return ana.simplify(E.binary("min", x, y))
+
+
+def _smax(x: Expr, y: Expr, ana: Analyzer) -> Expr:
+    return ana.simplify(E.binary("max", x, y))

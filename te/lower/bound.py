@@ -1,0 +1,179 @@
+"""Bound inference: how much of each attached stage must be computed, and loop extents.
+
+Takes a schedule's stages (with inlined bodies already substituted) and gives, for each
+stage, the Range of every root iteration variable and the extent of every leaf loop. A
+stage computed at a consumer's loop computes the region its readers touch inside that
+loop, found by symbolic interval analysis with the enclosing loops held fixed.
+Imports te.compute, te.schedule (data only), arith.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..compute import expr as E
+from ..compute.expr import Const, TensorLoad
+from ..compute.tensor import ComputeOp, Range
+from ..errors import LoweringError
+from ..schedule.schedule import INLINE, ROOT, SCOPE, FuseRel, SplitRel, Stage
+from .arith import Analyzer, interval
+
+
+@dataclass
+class StageBounds:
+    """Inferred ranges of one stage: root var -> Range, leaf var -> extent."""
+    root: dict = field(default_factory=dict)
+    extent: dict = field(default_factory=dict)
+
+
+def enclosing_loops(st: Stage) -> list:
+    """(stage, leaf IterVar) of every loop around st's own loops, outermost first."""
+    if st.attach_type != SCOPE:
+        return []
+    parent = st.attach_stage
+    upto = parent.leaf_iter_vars.index(st.attach_ivar) + 1
+    return enclosing_loops(parent) + [(parent, iv) for iv in parent.leaf_iter_vars[:upto]]
+
+
+def pass_down(st: Stage, root: dict, ana: Analyzer) -> dict:
+    """Leaf loop extents from root ranges, following the stage's split/fuse relations."""
+    ext = {iv: r.extent for iv, r in root.items()}
+    for rel in st.relations:
+        if isinstance(rel, SplitRel):
+            p = ext[rel.parent]
+            if rel.factor is not None:
+                ext[rel.inner] = rel.factor
+                ext[rel.outer] = ana.simplify(E.binary("floordiv", p + (rel.factor - 1),
+                                                       rel.factor))
+            else:
+                ext[rel.outer] = rel.nparts
+                ext[rel.inner] = ana.simplify(E.binary("floordiv", p + (rel.nparts - 1),
+                                                       rel.nparts))
+        elif isinstance(rel, FuseRel):
+            ext[rel.fused] = ana.simplify(ext[rel.outer] * ext[rel.inner])
+    return ext
+
+
+def leaf_to_root(st: Stage, bounds: StageBounds) -> dict:
+    """Root var -> offset expression in the stage's leaf loop vars (without range.min)."""
+    vals = {iv: iv.var for iv in st.leaf_iter_vars}
+    for rel in reversed(st.relations):
+        if isinstance(rel, SplitRel):
+            f = rel.factor if rel.factor is not None else bounds.extent[rel.inner]
+            vals[rel.parent] = vals[rel.outer] * f + vals[rel.inner]
+        else:
+            inner_ext = bounds.extent[rel.inner]
+            vals[rel.outer] = E.binary("floordiv", vals[rel.fused], inner_ext)
+            vals[rel.inner] = E.binary("floormod", vals[rel.fused], inner_ext)
+    return vals
+
+
+def root_values(st: Stage, bounds: StageBounds) -> dict:
+    """Root var -> its value (range.min + offset) in terms of the leaf loop vars."""
+    offs = leaf_to_root(st, bounds)
+    return {iv: (offs[iv] if _is_zero(r.min) else r.min + offs[iv])
+            for iv, r in bounds.root.items()}
+
+
+def _is_zero(e) -> bool:
+    return isinstance(e, Const) and e.value == 0
+
+
+def _roots(st: Stage) -> list:
+    return list(st.op.axis) + list(st.op.reduce_axis)
+
+
+def infer_bounds(stages: list, bodies: dict, readers: dict) -> dict:
+    """stage -> StageBounds for every computed (non-inline, non-placeholder) stage.
+
+    bodies: stage -> body exprs with inlined stages substituted; readers: stage -> the
+    stages whose (inlined) bodies read it.
+    """
+    result: dict = {}
+    for st in reversed(stages):
+        if not isinstance(st.op, ComputeOp) or st.attach_type == INLINE:
+            continue
+        ana = Analyzer()
+        if st.attach_type == ROOT:
+            root = {iv: iv.dom for iv in _roots(st)}
+        else:
+            root = _attached_region(st, bodies, readers, result, ana)
+        b = StageBounds(root=root)
+        b.extent = pass_down(st, root, ana)
+        result[st] = b
+    return result
+
+
+def _loop_range_map(loops: list, bounds: dict, fixed: set) -> dict:
+    """Var -> (0, extent-1) for every loop not held fixed."""
+    out = {}
+    for stage, iv in loops:
+        if iv.var in fixed:
+            continue
+        ext = bounds[stage].extent[iv]
+        out[iv.var] = (E.const(0, ext.dtype), ext - 1)
+    return out
+
+
+def _attached_region(st: Stage, bodies: dict, readers: dict, bounds: dict,
+                     ana: Analyzer) -> dict:
+    fixed_loops = enclosing_loops(st)
+    fixed = {iv.var for _, iv in fixed_loops}
+    _bind_const_loop_ranges(fixed_loops, bounds, ana)
+    ndim = len(st.op.axis)
+    lo: list = [None] * ndim
+    hi: list = [None] * ndim
+    unbounded = [False] * ndim
+    for q in readers.get(st, []):
+        q_loops = enclosing_loops(q) + [(q, iv) for iv in q.leaf_iter_vars]
+        if not fixed <= {iv.var for _, iv in q_loops}:
+            raise LoweringError(f"stage '{st.name}' is computed inside loop "
+                                f"'{st.attach_ivar.var.name}' of '{st.attach_stage.name}', but "
+                                f"its reader '{q.name}' runs outside that loop; use "
+                                f"compute_root or attach it at an outer loop")
+        ranges = _loop_range_map(q_loops, bounds, fixed)
+        vals = root_values(q, bounds[q])
+        vmap = {iv.var: v for iv, v in vals.items()}
+        for load in _loads_of(bodies[q], st):
+            for k, idx in enumerate(load.indices):
+                itv = interval(ana.simplify(E.substitute(idx, vmap)), ranges, ana)
+                if itv is None:
+                    unbounded[k] = True
+                    continue
+                lo[k] = itv[0] if lo[k] is None else ana.simplify(E.binary("min", lo[k], itv[0]))
+                hi[k] = itv[1] if hi[k] is None else ana.simplify(E.binary("max", hi[k], itv[1]))
+    root = {}
+    for k, iv in enumerate(st.op.axis):
+        if unbounded[k] or lo[k] is None:
+            root[iv] = iv.dom
+            continue
+        extent = ana.simplify(hi[k] - lo[k] + 1)
+        if not isinstance(extent, Const):
+            ub = ana.const_bound(extent)[1]
+            if ub is None or ub <= 0:
+                root[iv] = iv.dom
+                continue
+            extent = E.const(ub, extent.dtype)
+        root[iv] = Range(lo[k], extent)
+    for iv in st.op.reduce_axis:
+        root[iv] = iv.dom
+    return root
+
+
+def _bind_const_loop_ranges(loops: list, bounds: dict, ana: Analyzer) -> None:
+    """Let the analyzer know constant extents of the enclosing loops (for upper bounds)."""
+    for stage, iv in loops:
+        ext = bounds[stage].extent[iv]
+        if isinstance(ext, Const):
+            ana.bind(iv.var, 0, int(ext.value) - 1)
+
+
+def _loads_of(body: tuple, st: Stage) -> list:
+    outs = {st.op.output(k) for k in range(st.op.num_outputs)}
+    found = []
+
+    def visit(e):
+        if isinstance(e, TensorLoad) and e.tensor in outs:
+            found.append(e)
+    for b in body:
+        E.pre_order(b, visit)
+    return found

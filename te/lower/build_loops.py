@@ -1,0 +1,202 @@
+"""Schedule -> loop nest: the statement tree before storage flattening.
+
+Takes a Schedule and the argument tensors, gives a Stmt of For loops, ProducerRealize
+scopes and ProducerStores: one loop nest per stage in its leaf order, attached stages
+inside the loop they are attached to, inlined stages substituted into their readers,
+reductions split into an init nest and an update nest, and guards where a split does not
+divide. Imports te.compute, te.schedule, ir, bound, arith.
+"""
+from __future__ import annotations
+
+from ..compute import expr as E
+from ..compute.expr import Const, Reduce, TensorLoad, Var
+from ..compute.tensor import REDUCE, ComputeOp, PlaceholderOp, Range
+from ..errors import LoweringError
+from ..schedule.schedule import INLINE, ROOT, SCOPE, Schedule, Stage
+from . import ir
+from .arith import Analyzer, interval
+from .bound import enclosing_loops, infer_bounds, leaf_to_root
+
+
+def inline_bodies(sch: Schedule) -> dict:
+    """stage -> body exprs with every inlined producer substituted, for computed stages."""
+    inlined: dict = {}  # op -> (axis vars, body)
+    bodies: dict = {}
+    for st in sch.stages:
+        if not isinstance(st.op, ComputeOp):
+            continue
+        body = tuple(_substitute_inlined(b, inlined) for b in st.op.body)
+        if st.attach_type == INLINE:
+            inlined[st.op] = ([iv.var for iv in st.op.axis], body)
+        else:
+            bodies[st] = body
+    return bodies
+
+
+def _substitute_inlined(e: E.Expr, inlined: dict) -> E.Expr:
+    def rewrite(node):
+        if isinstance(node, TensorLoad) and node.tensor.op in inlined:
+            axis_vars, body = inlined[node.tensor.op]
+            return E.substitute(body[node.tensor.value_index], dict(zip(axis_vars, node.indices)))
+        return None
+    return E.transform(e, rewrite)
+
+
+def _readers(stages: list, bodies: dict) -> dict:
+    """stage -> stages whose (inlined) bodies read its outputs."""
+    by_op = {st.op: st for st in stages}
+    out: dict = {}
+    for q, body in bodies.items():
+        found = []
+
+        def visit(e):
+            if isinstance(e, TensorLoad) and e.tensor.op in by_op:
+                found.append(by_op[e.tensor.op])
+        for b in body:
+            E.pre_order(b, visit)
+        for p in dict.fromkeys(found):
+            out.setdefault(p, []).append(q)
+    return out
+
+
+class LoopBuilder:
+    """Builds the loop nest of every stage, given inferred bounds."""
+
+    def __init__(self, sch: Schedule, bodies: dict, bounds: dict, arg_tensors: list):
+        self.sch, self.bodies, self.bounds = sch, bodies, bounds
+        self.arg_ops = {t.op for t in arg_tensors}
+        self.attached: dict = {}
+        for st in sch.stages:
+            if st in bounds and st.attach_type == SCOPE:
+                self.attached.setdefault((st.attach_stage, st.attach_ivar), []).append(st)
+
+    def build(self) -> ir.Stmt:
+        roots = [st for st in self.sch.stages if st in self.bounds and st.attach_type == ROOT]
+        return self._wrap_stages(roots, None)
+
+    def _wrap_stages(self, stages: list, inner: ir.Stmt | None) -> ir.Stmt:
+        body = inner
+        for st in reversed(stages):
+            body = ir.seq(self.stage_nest(st), body)
+            if st.op not in self.arg_ops:
+                body = self._realize(st, body)
+        return body
+
+    def _realize(self, st: Stage, body: ir.Stmt) -> ir.Stmt:
+        b = self.bounds[st]
+        region = tuple(b.root[iv] for iv in st.op.axis)
+        aligns = tuple((list(st.op.axis).index(iv), f, o) for iv, f, o in st.storage_aligns)
+        for k in reversed(range(st.op.num_outputs)):
+            body = ir.ProducerRealize(st.op.output(k), region, st.scope, body, aligns)
+        return body
+
+    # -- one stage ----------------------------------------------------------------------
+    def stage_nest(self, st: Stage) -> ir.Stmt:
+        b = self.bounds[st]
+        ana = Analyzer()
+        for stage, iv in enclosing_loops(st) + [(st, iv) for iv in st.leaf_iter_vars]:
+            ext = self.bounds[stage].extent[iv]
+            ana.bind(iv.var, 0, int(ext.value) - 1 if isinstance(ext, Const) else None)
+        offs = leaf_to_root(st, b)
+        values = {iv: ana.simplify(offs[iv] if _zero(b.root[iv].min) else b.root[iv].min
+                                   + offs[iv]) for iv in b.root}
+        vmap = {iv.var: v for iv, v in values.items()}
+        leaf_ranges = {iv.var: (E.const(0, b.extent[iv].dtype), b.extent[iv] - 1)
+                       for iv in st.leaf_iter_vars}
+        guards = {iv: self._guard(st, iv, offs[iv], values[iv], ana, leaf_ranges)
+                  for iv in b.root}
+        body = tuple(E.substitute(x, vmap) for x in self.bodies[st])
+        out_idx = tuple(values[iv] for iv in st.op.axis)
+        leaves = st.leaf_iter_vars
+        first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == REDUCE), None)
+        data_guard = _conj([guards[iv] for iv in st.op.axis])
+        if first_red is None or not isinstance(body[0], Reduce):
+            stores = ir.seq(*[ir.ProducerStore(st.op.output(k), out_idx, v)
+                              for k, v in enumerate(body)])
+            return self._loops(st, leaves, _guarded(data_guard, stores))
+        red_guard = _conj([guards[iv] for iv in st.op.reduce_axis])
+        init = _guarded(data_guard, self._init_store(st, body, out_idx))
+        update = _guarded(E.logical("and", data_guard, red_guard),
+                          self._update_store(st, body, out_idx))
+        init_loops = [iv for iv in leaves[first_red:] if iv.iter_type != REDUCE]
+        init_nest = self._loops(st, init_loops, init, attach=False)
+        update_nest = self._loops(st, leaves[first_red:], update)
+        return self._loops(st, leaves[:first_red], ir.seq(init_nest, update_nest))
+
+    def _guard(self, st: Stage, iv, offset, value, ana: Analyzer, leaf_ranges: dict) -> E.Expr:
+        """The condition under which root var iv's value lies in range (True if provable)."""
+        r = self.bounds[st].root[iv]
+        conds = []
+        itv = interval(offset, leaf_ranges, ana)
+        if itv is None or not ana.can_prove(E.binary("lt", itv[1], r.extent)):
+            conds.append(ana.simplify(E.binary("lt", offset, r.extent)))
+        if r is not iv.dom:  # an attached region may reach outside the op's domain
+            conds.append(ana.simplify(E.binary("ge", value, iv.dom.min)))
+            conds.append(ana.simplify(E.binary("lt", value, iv.dom.min + iv.dom.extent)))
+        return _conj(conds)
+
+    def _init_store(self, st: Stage, body: tuple, idx: tuple) -> ir.Stmt:
+        red = body[0]
+        inits = red.init if red.init else red.combiner.identity
+        return ir.seq(*[ir.ProducerStore(st.op.output(k), idx, inits[k])
+                        for k in range(len(body))])
+
+    def _update_store(self, st: Stage, body: tuple, idx: tuple) -> ir.Stmt:
+        red = body[0]
+        comb = red.combiner
+        current = [TensorLoad(st.op.output_dtype(k), st.op.output(k), idx)
+                   for k in range(len(body))]
+        vmap = dict(zip(comb.lhs, current))
+        vmap.update(zip(comb.rhs, red.source))
+        results = [E.substitute(r, vmap) for r in comb.result]
+        if len(results) == 1:
+            stmt = ir.ProducerStore(st.op.output(0), idx, results[0])
+        else:  # every result reads every current value: compute all before storing
+            temps = [Var(f"{st.name}_v{k}", r.dtype) for k, r in enumerate(results)]
+            stmt = ir.seq(*[ir.ProducerStore(st.op.output(k), idx, t)
+                            for k, t in enumerate(temps)])
+            for t, r in reversed(list(zip(temps, results))):
+                stmt = ir.LetStmt(t, r, stmt)
+        if not (isinstance(red.condition, Const) and red.condition.value):
+            stmt = ir.IfThenElse(red.condition, stmt)
+        return stmt
+
+    def _loops(self, st: Stage, leaves: list, body: ir.Stmt, attach: bool = True) -> ir.Stmt:
+        b = self.bounds[st]
+        for iv in reversed(leaves):
+            if attach and (st, iv) in self.attached:
+                body = self._wrap_stages(self.attached[(st, iv)], body)
+            attr = st.iter_attrs.get(iv)
+            kind = attr.kind if attr else ir.SERIAL
+            ext = b.extent[iv]
+            body = ir.For(iv.var, E.const(0, ext.dtype), ext, kind, body,
+                          attr.thread_tag if attr else "",
+                          tuple(attr.pragmas) if attr else ())
+        return body
+
+
+def _zero(e) -> bool:
+    return isinstance(e, Const) and e.value == 0
+
+
+def _conj(conds: list) -> E.Expr:
+    out = E.const(True)
+    for c in conds:
+        out = E.logical("and", out, c)
+    return out
+
+
+def _guarded(cond: E.Expr, stmt: ir.Stmt) -> ir.Stmt:
+    if isinstance(cond, Const):
+        if cond.value:
+            return stmt
+        raise LoweringError("a loop guard is always false: the stage computes nothing")
+    return ir.IfThenElse(cond, stmt)
+
+
+def schedule_to_stmt(sch: Schedule, arg_tensors: list) -> ir.Stmt:
+    """The full loop nest of a schedule (before flattening)."""
+    bodies = inline_bodies(sch)
+    computed = [st for st in sch.stages if st in bodies]
+    bounds = infer_bounds(sch.stages, bodies, _readers(computed, bodies))
+    return LoopBuilder(sch, bodies, bounds, arg_tensors).build()

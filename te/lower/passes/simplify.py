@@ -1,0 +1,76 @@
+"""simplify: fold constants, collect linear index terms, decide provable conditions.
+
+Takes a Stmt, gives an equivalent Stmt. Knows each loop variable's range while inside its
+loop, so guards such as `i.inner < 8` inside `for (i.inner, 0, 8)` disappear, and loops of
+extent one become their body with the variable replaced by the loop minimum.
+Imports te.compute.expr, ir, visitor, arith.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ...compute import expr as E
+from ...compute.expr import Const
+from .. import ir
+from ..arith import Analyzer
+from ..visitor import Mutator
+
+
+class _Simplify(Mutator):
+    def __init__(self):
+        self.ana = Analyzer()
+
+    def visit_expr(self, e: E.Expr) -> E.Expr:
+        e = self.generic_expr(e)
+        return self.ana.simplify(e)
+
+    def visit_For(self, s: ir.For) -> ir.Stmt:
+        lo, ext = self.visit_expr(s.min), self.visit_expr(s.extent)
+        if isinstance(ext, Const) and ext.value <= 0:
+            return ir.SeqStmt(())
+        if isinstance(ext, Const) and ext.value == 1 and s.kind != ir.THREAD_BINDING:
+            body = _substitute_stmt(s.body, {s.loop_var: lo})
+            return self.visit_stmt(body)
+        saved = self.ana.ranges.get(s.loop_var)
+        if isinstance(lo, Const):
+            hi = int(lo.value + ext.value - 1) if isinstance(ext, Const) else None
+            self.ana.bind(s.loop_var, int(lo.value), hi)
+        body = self.visit_stmt(s.body)
+        if saved is None:
+            self.ana.ranges.pop(s.loop_var, None)
+        else:
+            self.ana.ranges[s.loop_var] = saved
+        if _is_empty(body):
+            return body
+        if lo is s.min and ext is s.extent and body is s.body:
+            return s
+        return dataclasses.replace(s, min=lo, extent=ext, body=body)
+
+    def visit_IfThenElse(self, s: ir.IfThenElse) -> ir.Stmt:
+        cond = self.visit_expr(s.cond)
+        if isinstance(cond, Const):
+            if cond.value:
+                return self.visit_stmt(s.then_case)
+            return self.visit_stmt(s.else_case) if s.else_case is not None else ir.SeqStmt(())
+        then_case = self.visit_stmt(s.then_case)
+        else_case = self.visit_stmt(s.else_case) if s.else_case is not None else None
+        return ir.IfThenElse(cond, then_case, else_case)
+
+    def visit_SeqStmt(self, s: ir.SeqStmt) -> ir.Stmt:
+        stmts = [self.visit_stmt(x) for x in s.stmts]
+        return ir.seq(*[x for x in stmts if not _is_empty(x)]) if stmts else s
+
+
+def _is_empty(s: ir.Stmt) -> bool:
+    return isinstance(s, ir.SeqStmt) and not s.stmts
+
+
+def _substitute_stmt(s: ir.Stmt, vmap: dict) -> ir.Stmt:
+    class _Sub(Mutator):
+        def visit_Var(self, v):
+            return vmap.get(v, v)
+    return _Sub().visit_stmt(s)
+
+
+def simplify_stmt(s: ir.Stmt) -> ir.Stmt:
+    return _Simplify().visit_stmt(s)

@@ -1,0 +1,152 @@
+"""vectorize: loops marked vectorized become vector expressions (Ramp / Broadcast).
+
+Takes a flattened Stmt, gives one where each vectorized loop of constant extent whose body
+is a straight-line sequence of stores is replaced by that body over vector lanes. A body
+the vector form cannot express (inner loops, branches on a lane-varying condition, a lane-
+varying value stored to one address) stays a serial loop: correct, and LLVM may still
+vectorize it. Imports te.compute.expr, te.dtype, ir, visitor.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ... import dtype as dt
+from ...compute import expr as E
+from ...compute.expr import Binary, Broadcast, Const, Ramp, Var
+from .. import ir
+from ..visitor import Mutator
+
+
+class _CannotVectorize(Exception):
+    pass
+
+
+def _lanes(e: E.Expr) -> int:
+    return dt.lanes(e.dtype)
+
+
+def _bcast(e: E.Expr, n: int) -> E.Expr:
+    if _lanes(e) == n:
+        return e
+    return Broadcast(dt.with_lanes(e.dtype, n), e, n)
+
+
+class _VecExpr(Mutator):
+    """Rewrites an expression with `var` replaced by Ramp(min, 1, lanes)."""
+
+    def __init__(self, var: Var, lanes: int, lo: E.Expr):
+        self.var, self.n = var, lanes
+        self.ramp = Ramp(dt.with_lanes(var.dtype, lanes), lo, E.const(1, var.dtype), lanes)
+
+    def visit_Var(self, v: Var) -> E.Expr:
+        return self.ramp if v is self.var else v
+
+    def visit_Binary(self, e: Binary) -> E.Expr:
+        a, b = self.visit_expr(e.a), self.visit_expr(e.b)
+        if a is e.a and b is e.b:
+            return e
+        n = max(_lanes(a), _lanes(b))
+        if e.op in ("add", "sub", "mul") and n > 1:
+            r = _ramp_arith(e.op, a, b)
+            if r is not None:
+                return r
+        rtype = dt.with_lanes(e.dtype, n)
+        return Binary(rtype, e.op, _bcast(a, n), _bcast(b, n))
+
+    def visit_Select(self, e: E.Select) -> E.Expr:
+        c, t, f = (self.visit_expr(x) for x in (e.cond, e.true_value, e.false_value))
+        n = max(_lanes(c), _lanes(t), _lanes(f))
+        if n == 1:
+            return E.with_children(e, (c, t, f))
+        if _lanes(c) > 1 and (_has_load(t) or _has_load(f) or _has_div(t) or _has_div(f)):
+            raise _CannotVectorize("lazy select on a lane-varying condition")
+        return E.Select(dt.with_lanes(e.dtype, n), _bcast(c, n), _bcast(t, n), _bcast(f, n))
+
+    def generic_expr(self, e: E.Expr) -> E.Expr:
+        kids = E.children(e)
+        new = tuple(self.visit_expr(k) for k in kids)
+        if all(a is b for a, b in zip(kids, new)):
+            return e
+        n = max(_lanes(k) for k in new)
+        if isinstance(e, (Ramp, Broadcast)) or isinstance(e, E.Reduce):
+            raise _CannotVectorize(type(e).__name__)
+        if isinstance(e, ir.Load):
+            return ir.Load(dt.with_lanes(e.dtype, n), e.buffer, new[0])
+        new = tuple(_bcast(k, n) for k in new)
+        out = E.with_children(e, new)
+        return dataclasses.replace(out, dtype=dt.with_lanes(e.dtype, n))
+
+
+def _ramp_arith(op: str, a: E.Expr, b: E.Expr):
+    """Keep Ramp structure through + - * by scalars (so indices stay contiguous)."""
+    if op == "mul":
+        if isinstance(a, Ramp) and _lanes(b) == 1:
+            return Ramp(a.dtype, a.base * b, a.stride * b, a.lanes)
+        if isinstance(b, Ramp) and _lanes(a) == 1:
+            return Ramp(b.dtype, b.base * a, b.stride * a, b.lanes)
+        return None
+    sign = 1 if op == "add" else -1
+    if isinstance(a, Ramp) and _lanes(b) == 1:
+        return Ramp(a.dtype, a.base + b if sign > 0 else a.base - b, a.stride, a.lanes)
+    if isinstance(b, Ramp) and _lanes(a) == 1 and sign > 0:
+        return Ramp(b.dtype, a + b.base, b.stride, b.lanes)
+    if isinstance(a, Ramp) and isinstance(b, Ramp):
+        return Ramp(a.dtype, E.binary(op, a.base, b.base), E.binary(op, a.stride, b.stride),
+                    a.lanes)
+    return None
+
+
+def _has_kind(e: E.Expr, pred) -> bool:
+    found = []
+    E.pre_order(e, lambda x: found.append(x) if pred(x) else None)
+    return bool(found)
+
+
+def _has_load(e: E.Expr) -> bool:
+    return _has_kind(e, lambda x: isinstance(x, ir.Load))
+
+
+def _has_div(e: E.Expr) -> bool:
+    return _has_kind(e, lambda x: isinstance(x, Binary) and x.op in
+                     ("floordiv", "floormod", "truncdiv", "truncmod") and
+                     dt.is_integral(x.dtype))
+
+
+def _vectorize_body(s: ir.Stmt, vec: _VecExpr) -> ir.Stmt:
+    if isinstance(s, ir.SeqStmt):
+        return ir.seq(*[_vectorize_body(x, vec) for x in s.stmts])
+    if isinstance(s, ir.Store):
+        index, value = vec.visit_expr(s.index), vec.visit_expr(s.value)
+        n = max(_lanes(index), _lanes(value))
+        if _lanes(index) == 1 and n > 1:
+            raise _CannotVectorize("a lane-varying value stored to one address")
+        return ir.Store(s.buffer, _bcast(index, n), _bcast(value, n))
+    if isinstance(s, ir.IfThenElse):
+        cond = vec.visit_expr(s.cond)
+        if _lanes(cond) > 1:
+            raise _CannotVectorize("branch on a lane-varying condition")
+        return ir.IfThenElse(cond, _vectorize_body(s.then_case, vec),
+                             None if s.else_case is None else _vectorize_body(s.else_case, vec))
+    raise _CannotVectorize(type(s).__name__)
+
+
+class _Vectorize(Mutator):
+    def visit_For(self, s: ir.For) -> ir.Stmt:
+        body = self.visit_stmt(s.body)
+        if s.kind == ir.VECTORIZED:
+            if isinstance(s.extent, Const) and s.extent.value > 1:
+                try:
+                    vec = _VecExpr(s.loop_var, int(s.extent.value), s.min)
+                    return _vectorize_body(body, vec)
+                except _CannotVectorize:
+                    pass
+            return dataclasses.replace(s, kind=ir.SERIAL, body=body,
+                                       pragmas=s.pragmas + (("vectorize_hint", 1),))
+        return s if body is s.body else dataclasses.replace(s, body=body)
+
+    def visit_expr(self, e):
+        return e
+
+
+def vectorize_loops(s: ir.Stmt) -> ir.Stmt:
+    return _Vectorize().visit_stmt(s)

@@ -1,0 +1,139 @@
+"""lower(): schedule -> loop IR, through one ordered, named list of passes.
+
+Takes a Schedule and the argument list, gives an ir.PrimFunc whose str() is the readable
+loop IR. Set dump_after to a pass name (or "all") to print the IR after it; the
+TE_DUMP_IR environment variable does the same for debugging. A verifier runs after every
+pass on the flattened IR. Imports te.compute, te.schedule, ir, build_loops, passes, verify.
+"""
+from __future__ import annotations
+
+import os
+
+from ..compute import expr as E
+from ..compute.expr import Var
+from ..compute.tensor import PlaceholderOp, Tensor
+from ..errors import LoweringError
+from ..schedule.schedule import INLINE, SCOPE, Schedule
+from . import ir
+from .build_loops import schedule_to_stmt
+from .passes.simplify import simplify_stmt
+from .passes.storage_flatten import storage_flatten
+from .passes.unroll import unroll_loops
+from .passes.vectorize import vectorize_loops
+from .verify import verify_func
+
+# The passes that run on the flattened IR, in order.
+PASSES = (
+    ("simplify", simplify_stmt),     # fold constants, drop guards the loop ranges prove
+    ("vectorize", vectorize_loops),  # vectorized loops -> Ramp/Broadcast vector code
+    ("unroll", unroll_loops),        # small unrolled loops -> straight-line copies
+    ("simplify_after", simplify_stmt),  # fold what vectorize and unroll exposed
+)
+
+
+def lower(sch: Schedule, args: list, name: str = "main", dump_after: str | None = None,
+          simple_mode: bool = False) -> ir.PrimFunc:
+    """te.lower: the lowered function of schedule `sch` taking `args` (tensors) in order."""
+    if not isinstance(sch, Schedule):
+        raise LoweringError(f"te.lower: sch must be a te.create_schedule(...) result, got "
+                            f"{type(sch).__name__}")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise LoweringError(f"te.lower: name must be an identifier, got {name!r}")
+    dump_after = dump_after or os.environ.get("TE_DUMP_IR")
+    tensors = _check_args(sch, args)
+    _check_attachments(sch)
+    body = schedule_to_stmt(sch, tensors)
+    params, body = storage_flatten(body, tensors)
+    func = ir.PrimFunc(name, params, _scalar_params(tensors), body)
+    _check_free_vars(func)
+    verify_func(func, "storage_flatten")
+    _dump(func, "storage_flatten", dump_after)
+    for pass_name, fn in PASSES:
+        func = ir.PrimFunc(func.name, func.params, func.scalar_params, fn(func.body),
+                           func.attrs)
+        verify_func(func, pass_name)
+        _dump(func, pass_name, dump_after)
+    return func
+
+
+def _dump(func: ir.PrimFunc, pass_name: str, dump_after: str | None) -> None:
+    if dump_after in (pass_name, "all"):
+        print(f"// IR after {pass_name}\n{func}")
+
+
+def _check_args(sch: Schedule, args) -> list:
+    if not isinstance(args, (list, tuple)):
+        raise LoweringError(f"te.lower: args must be a list of tensors, got "
+                            f"{type(args).__name__}")
+    tensors = []
+    for k, a in enumerate(args):
+        if not isinstance(a, Tensor):
+            raise LoweringError(f"te.lower: args[{k}] must be a tensor, got "
+                                f"{type(a).__name__}")
+        st = sch[a]
+        if st.attach_type == INLINE:
+            raise LoweringError(f"te.lower: args[{k}] '{a.name}' is inlined (compute_inline) "
+                                f"and has no storage to pass")
+        t = st.op.output(a.value_index)
+        if t in tensors:
+            raise LoweringError(f"te.lower: args[{k}] '{a.name}' appears twice in args")
+        tensors.append(t)
+    for op in sch.outputs:
+        st = sch[op]
+        for k in range(st.op.num_outputs):
+            if st.op.output(k) not in tensors:
+                raise LoweringError(f"te.lower: output '{st.op.output(k).name}' must be in "
+                                    f"args, or its result would be lost")
+    return tensors
+
+
+def _check_attachments(sch: Schedule) -> None:
+    for st in sch.stages:
+        if st.attach_type != SCOPE:
+            continue
+        parent = st.attach_stage
+        if parent.attach_type == INLINE:
+            raise LoweringError(f"stage '{st.name}' is computed at '{parent.name}', which is "
+                                f"inlined and has no loops")
+        if st.attach_ivar not in parent.leaf_iter_vars:
+            raise LoweringError(f"stage '{st.name}' is computed at loop "
+                                f"'{st.attach_ivar.var.name}' of '{parent.name}', which was "
+                                f"split or fused afterwards; attach to a current loop")
+        if not sch.consumes(parent, st):
+            raise LoweringError(f"stage '{st.name}' is computed at '{parent.name}', which "
+                                f"does not read it")
+
+
+def _scalar_params(tensors: list) -> tuple:
+    seen: dict = {}
+    for t in tensors:
+        for dim in t.shape:
+            for v in E.free_vars(dim):
+                seen.setdefault(v, None)
+    return tuple(seen)
+
+
+def _check_free_vars(func: ir.PrimFunc) -> None:
+    bound = set(func.scalar_params)
+    missing: dict = {}
+
+    def visit_expr(e):
+        if isinstance(e, Var) and e not in bound and e.dtype != "handle":
+            missing.setdefault(e.name, None)
+
+    def walk(s):
+        from .visitor import stmt_children
+        if isinstance(s, (ir.For, ir.LetStmt)):
+            v = s.loop_var if isinstance(s, ir.For) else s.var
+            bound.add(v)
+        exprs, stmts = stmt_children(s)
+        for x in exprs:
+            E.pre_order(x, visit_expr)
+        for x in stmts:
+            walk(x)
+    walk(func.body)
+    if missing:
+        names = ", ".join(missing)
+        raise LoweringError(f"te.lower: size variable(s) {names} are used but are not a "
+                            f"dimension of any argument, so they cannot be bound at call "
+                            f"time")

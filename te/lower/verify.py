@@ -1,0 +1,72 @@
+"""verify: checks a flattened function is well formed, naming the node and the pass.
+
+Takes a PrimFunc and the name of the pass that produced it; raises LoweringError when a
+variable is used outside its scope or a buffer is used that is neither a parameter nor
+allocated around the use. Imports te.compute.expr, ir, visitor.
+"""
+from __future__ import annotations
+
+from ..compute import expr as E
+from ..compute.expr import Var
+from ..errors import LoweringError
+from . import ir
+
+
+class _Verifier:
+    def __init__(self, func: ir.PrimFunc, after: str):
+        self.after = after
+        self.vars = set(func.scalar_params)
+        self.buffers = set(func.params)
+
+    def fail(self, what: str) -> None:
+        raise LoweringError(f"internal error after pass '{self.after}': {what}")
+
+    def expr(self, e: E.Expr) -> None:
+        if isinstance(e, Var) and e not in self.vars:
+            self.fail(f"variable '{e.name}' is used outside the loop or let that defines it")
+        if isinstance(e, E.TensorLoad):
+            self.fail(f"unflattened read of tensor '{e.tensor.name}'")
+        if isinstance(e, ir.Load) and e.buffer not in self.buffers:
+            self.fail(f"load from buffer '{e.buffer.name}' outside its allocation")
+        if isinstance(e, E.Reduce):
+            self.fail("a reduction expression survived lowering")
+        for k in E.children(e):
+            self.expr(k)
+
+    def scoped(self, items: set, var, body) -> None:
+        items.add(var)
+        self.stmt(body)
+        items.discard(var)
+
+    def stmt(self, s: ir.Stmt) -> None:
+        if isinstance(s, ir.For):
+            self.expr(s.min)
+            self.expr(s.extent)
+            self.scoped(self.vars, s.loop_var, s.body)
+        elif isinstance(s, ir.LetStmt):
+            self.expr(s.value)
+            self.scoped(self.vars, s.var, s.body)
+        elif isinstance(s, ir.Allocate):
+            self.expr(s.extent)
+            self.scoped(self.buffers, s.buffer, s.body)
+        elif isinstance(s, ir.Store):
+            if s.buffer not in self.buffers:
+                self.fail(f"store to buffer '{s.buffer.name}' outside its allocation")
+            self.expr(s.index)
+            self.expr(s.value)
+        elif isinstance(s, ir.SeqStmt):
+            for x in s.stmts:
+                self.stmt(x)
+        elif isinstance(s, ir.IfThenElse):
+            self.expr(s.cond)
+            self.stmt(s.then_case)
+            if s.else_case is not None:
+                self.stmt(s.else_case)
+        elif isinstance(s, ir.Evaluate):
+            self.expr(s.value)
+        else:
+            self.fail(f"unexpected statement {type(s).__name__}")
+
+
+def verify_func(func: ir.PrimFunc, after: str) -> None:
+    _Verifier(func, after).stmt(func.body)

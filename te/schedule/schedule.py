@@ -1,0 +1,409 @@
+"""Schedule and Stage: the primitives that say how each operation is computed.
+
+Takes the compute graph (te.compute), gives a Schedule whose stages carry loop relations
+(split/fuse), leaf loop order, annotations and attach points. Every primitive validates
+its input, raises ScheduleError with a plain explanation, then records a Step (steps.py)
+so the schedule can be serialized and replayed. Imports te.compute, steps, dataflow.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..compute import expr as E
+from ..compute.expr import Const, Var
+from ..compute.tensor import (DATA_PAR, REDUCE, THREAD, ComputeOp, IterVar, Operation,
+                              PlaceholderOp, Range, Tensor)
+from ..errors import ScheduleError
+from . import steps as S
+
+
+@dataclass(frozen=True, eq=False)
+class SplitRel:
+    parent: IterVar
+    outer: IterVar
+    inner: IterVar
+    factor: Const | None
+    nparts: Const | None
+
+
+@dataclass(frozen=True, eq=False)
+class FuseRel:
+    outer: IterVar
+    inner: IterVar
+    fused: IterVar
+
+
+@dataclass
+class IterAttr:
+    kind: str = "serial"          # serial / vectorized / unrolled / parallel / thread_binding
+    thread_tag: str = ""
+    pragmas: list = field(default_factory=list)
+
+
+ROOT, INLINE, SCOPE = "root", "inline", "scope"
+
+
+def _ceil_div(a: E.Expr, b: E.Expr) -> E.Expr:
+    return E.binary("floordiv", E.binary("add", a, E.binary("sub", b, 1)), b)
+
+
+class Stage:
+    """How one operation is computed: its loops (leaf_iter_vars) and where it is placed."""
+
+    def __init__(self, op: Operation, schedule: "Schedule"):
+        self.op = op
+        self.origin_op = op
+        self.schedule = schedule
+        self.attach_type = ROOT
+        self.attach_stage: Stage | None = None
+        self.attach_ivar: IterVar | None = None
+        self.scope = "global"
+        self.is_output = False
+        self.storage_aligns: list = []  # (root IterVar, factor, offset)
+        self.reset_loops()
+
+    def reset_loops(self) -> None:
+        roots = list(self.op.axis) + list(self.op.reduce_axis) \
+            if isinstance(self.op, ComputeOp) else []
+        self.all_iter_vars: list = list(roots)
+        self.leaf_iter_vars: list = list(roots)
+        self.relations: list = []
+        self.iter_attrs: dict = {}
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    def __repr__(self):
+        return f"stage({self.name}, {self.attach_type})"
+
+    # -- references used by steps -------------------------------------------------------
+    def _ref(self) -> S.StageRef:
+        return S.StageRef(self.schedule.stages.index(self), self.name)
+
+    def _axis_ref(self, iv: IterVar) -> S.AxisRef:
+        return S.AxisRef(self.all_iter_vars.index(iv), iv.var.name)
+
+    def _record(self, step) -> None:
+        self.schedule.steps.append(step)
+
+    def _check_leaf(self, iv, who: str, param: str = "axis") -> IterVar:
+        if not isinstance(iv, IterVar):
+            raise ScheduleError(f"{who} on stage '{self.name}': {param} must be an IterVar of "
+                                f"this stage, got {type(iv).__name__}")
+        if iv not in self.leaf_iter_vars:
+            state = "has already been split or fused" if iv in self.all_iter_vars else \
+                "does not belong to this stage"
+            leaves = ", ".join(v.var.name for v in self.leaf_iter_vars)
+            raise ScheduleError(f"{who} on stage '{self.name}': {param} '{iv.var.name}' "
+                                f"{state}; the current loops are: {leaves}")
+        return iv
+
+    def extent_of(self, iv: IterVar) -> E.Expr:
+        return iv.dom.extent
+
+    def _new_iv(self, name: str, extent: E.Expr, iter_type: str) -> IterVar:
+        return IterVar(Range(E.const(0, extent.dtype), extent), Var(name, extent.dtype),
+                       iter_type)
+
+    # -- loop transformations ------------------------------------------------------------
+    def split(self, parent: IterVar, factor=None, nparts=None) -> tuple:
+        """Split `parent` into (outer, inner) with inner extent `factor` (or outer `nparts`)."""
+        self._check_leaf(parent, "split", "parent")
+        if (factor is None) == (nparts is None):
+            raise ScheduleError(f"split on stage '{self.name}': give exactly one of factor "
+                                f"and nparts")
+        val = factor if factor is not None else nparts
+        pname = "factor" if factor is not None else "nparts"
+        if isinstance(val, bool) or not isinstance(val, int):
+            if isinstance(val, Const) and E.dt.is_integral(val.dtype):
+                val = int(val.value)
+            else:
+                raise ScheduleError(f"split on stage '{self.name}': {pname} must be a positive "
+                                    f"int, got {val!r}")
+        if val <= 0:
+            raise ScheduleError(f"split on stage '{self.name}': {pname} must be a positive "
+                                f"int, got {val}")
+        ext = parent.dom.extent
+        cval = E.const(val, ext.dtype)
+        if factor is not None:
+            outer_ext, inner_ext = _ceil_div(ext, cval), cval
+        else:
+            outer_ext, inner_ext = cval, _ceil_div(ext, cval)
+        outer = self._new_iv(parent.var.name + ".outer", outer_ext, parent.iter_type)
+        inner = self._new_iv(parent.var.name + ".inner", inner_ext, parent.iter_type)
+        self._record(S.Split(self._ref(), self._axis_ref(parent), factor, nparts))
+        self.relations.append(SplitRel(parent, outer, inner,
+                                       cval if factor is not None else None,
+                                       cval if nparts is not None else None))
+        pos = self.leaf_iter_vars.index(parent)
+        self.leaf_iter_vars[pos:pos + 1] = [outer, inner]
+        self.all_iter_vars += [outer, inner]
+        return outer, inner
+
+    def fuse(self, *args) -> IterVar:
+        """Fuse adjacent loops (outermost first) into one."""
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = tuple(args[0])
+        if len(args) < 1:
+            raise ScheduleError(f"fuse on stage '{self.name}': give at least one axis")
+        for a in args:
+            self._check_leaf(a, "fuse")
+        positions = [self.leaf_iter_vars.index(a) for a in args]
+        if positions != list(range(positions[0], positions[0] + len(args))):
+            names = ", ".join(a.var.name for a in args)
+            order = ", ".join(v.var.name for v in self.leaf_iter_vars)
+            raise ScheduleError(f"fuse on stage '{self.name}': axes {names} must be adjacent "
+                                f"and in loop order (outermost first); the loop order is "
+                                f"{order}")
+        kinds = {a.iter_type for a in args}
+        if len(kinds) > 1:
+            raise ScheduleError(f"fuse on stage '{self.name}': cannot fuse a reduction axis "
+                                f"with a data-parallel axis")
+        if len(args) == 1:
+            return args[0]
+        self._record(S.Fuse(self._ref(), tuple(self._axis_ref(a) for a in args)))
+        fused = args[0]
+        for nxt in args[1:]:
+            fused = self._fuse2(fused, nxt)
+        return fused
+
+    def _fuse2(self, outer: IterVar, inner: IterVar) -> IterVar:
+        ext = E.binary("mul", outer.dom.extent, inner.dom.extent)
+        fused = self._new_iv(f"{outer.var.name}.{inner.var.name}.fused", ext, outer.iter_type)
+        self.relations.append(FuseRel(outer, inner, fused))
+        pos = self.leaf_iter_vars.index(outer)
+        self.leaf_iter_vars[pos:pos + 2] = [fused]
+        self.all_iter_vars.append(fused)
+        return fused
+
+    def reorder(self, *args) -> None:
+        """Put the given loops in this order, in the positions they occupy together."""
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = tuple(args[0])
+        for a in args:
+            self._check_leaf(a, "reorder")
+        if len(set(args)) != len(args):
+            raise ScheduleError(f"reorder on stage '{self.name}': an axis appears twice")
+        self._record(S.Reorder(self._ref(), tuple(self._axis_ref(a) for a in args)))
+        positions = sorted(self.leaf_iter_vars.index(a) for a in args)
+        for pos, a in zip(positions, args):
+            self.leaf_iter_vars[pos] = a
+
+    def tile(self, x_parent, y_parent, x_factor, y_factor) -> tuple:
+        """Split two axes and order them (x.outer, y.outer, x.inner, y.inner)."""
+        xo, xi = self.split(x_parent, factor=x_factor)
+        yo, yi = self.split(y_parent, factor=y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
+    # -- annotations ---------------------------------------------------------------------
+    def _annotate(self, iv: IterVar, kind: str) -> None:
+        who = {"vectorized": "vectorize", "unrolled": "unroll", "parallel": "parallel"}[kind]
+        self._check_leaf(iv, who)
+        if kind in ("vectorized", "parallel") and iv.iter_type == REDUCE:
+            raise ScheduleError(f"{who} on stage '{self.name}': cannot {who} reduction axis "
+                                f"'{iv.var.name}' (its iterations update the same element); "
+                                f"use rfactor first")
+        if kind in ("vectorized", "unrolled") and not isinstance(iv.dom.extent, Const):
+            raise ScheduleError(f"{who} on stage '{self.name}': axis '{iv.var.name}' must have "
+                                f"a constant extent, but its extent is symbolic; split it "
+                                f"by a constant factor first")
+        self._record(S.Annotate(self._ref(), self._axis_ref(iv), kind))
+        self.iter_attrs.setdefault(iv, IterAttr()).kind = kind
+
+    def vectorize(self, iv: IterVar) -> None:
+        self._annotate(iv, "vectorized")
+
+    def unroll(self, iv: IterVar) -> None:
+        self._annotate(iv, "unrolled")
+
+    def parallel(self, iv: IterVar) -> None:
+        self._annotate(iv, "parallel")
+
+    def bind(self, iv: IterVar, thread_ivar: IterVar) -> None:
+        self._check_leaf(iv, "bind")
+        if not isinstance(thread_ivar, IterVar) or thread_ivar.iter_type != THREAD:
+            raise ScheduleError(f"bind on stage '{self.name}': thread_ivar must come from "
+                                f"te.thread_axis, got {thread_ivar!r}")
+        if iv.iter_type == REDUCE:
+            raise ScheduleError(f"bind on stage '{self.name}': cannot bind reduction axis "
+                                f"'{iv.var.name}' to a thread; use rfactor first")
+        self._record(S.Bind(self._ref(), self._axis_ref(iv), thread_ivar.thread_tag))
+        attr = self.iter_attrs.setdefault(iv, IterAttr())
+        attr.kind, attr.thread_tag = "thread_binding", thread_ivar.thread_tag
+
+    def pragma(self, iv: IterVar, key: str, value=None) -> None:
+        self._check_leaf(iv, "pragma")
+        if not isinstance(key, str) or not key:
+            raise ScheduleError(f"pragma on stage '{self.name}': key must be a non-empty "
+                                f"string, got {key!r}")
+        self._record(S.Pragma(self._ref(), self._axis_ref(iv), key, value))
+        self.iter_attrs.setdefault(iv, IterAttr()).pragmas.append((key, value))
+
+    def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
+        """Pad the stride of dimension `axis` so that stride % factor == offset."""
+        roots = list(self.op.axis) if isinstance(self.op, ComputeOp) else []
+        if axis not in roots:
+            raise ScheduleError(f"storage_align on stage '{self.name}': axis must be one of "
+                                f"the stage's original data axes")
+        if roots.index(axis) == len(roots) - 1:
+            raise ScheduleError(f"storage_align on stage '{self.name}': the innermost axis "
+                                f"'{axis.var.name}' has stride 1 and cannot be aligned; "
+                                f"align an outer axis")
+        if not isinstance(factor, int) or factor <= 0 or not isinstance(offset, int) \
+                or not 0 <= offset < factor:
+            raise ScheduleError(f"storage_align on stage '{self.name}': need factor > 0 and "
+                                f"0 <= offset < factor, got factor={factor!r}, "
+                                f"offset={offset!r}")
+        self._record(S.StorageAlign(self._ref(), self._axis_ref(axis), factor, offset))
+        self.storage_aligns.append((axis, factor, offset))
+
+    # -- placement -------------------------------------------------------------------------
+    def compute_at(self, parent: "Stage", scope: IterVar) -> None:
+        """Compute this stage inside loop `scope` of stage `parent`, as much as it needs."""
+        if not isinstance(parent, Stage) or parent.schedule is not self.schedule:
+            raise ScheduleError(f"compute_at on stage '{self.name}': parent must be a stage "
+                                f"of the same schedule (s[tensor]), got {parent!r}")
+        self._check_placeable("compute_at")
+        parent._check_leaf(scope, "compute_at", "scope")
+        if parent is self:
+            raise ScheduleError(f"compute_at on stage '{self.name}': cannot attach a stage "
+                                f"to itself")
+        if not self.schedule.consumes(parent, self):
+            raise ScheduleError(f"compute_at on stage '{self.name}': stage '{parent.name}' "
+                                f"does not read '{self.name}', so '{self.name}' cannot be "
+                                f"computed inside its loops")
+        self._record(S.ComputeAt(self._ref(), parent._ref(), parent._axis_ref(scope)))
+        self.attach_type, self.attach_stage, self.attach_ivar = SCOPE, parent, scope
+
+    def compute_inline(self) -> None:
+        """Substitute this stage's expression into every reader; it gets no loops."""
+        self._check_placeable("compute_inline")
+        if isinstance(self.op, ComputeOp) and self.op.is_reduction:
+            raise ScheduleError(f"compute_inline on stage '{self.name}': cannot inline a "
+                                f"reduction; use compute_at to place it instead")
+        if self.is_output:
+            raise ScheduleError(f"compute_inline on stage '{self.name}': cannot inline an "
+                                f"output of the schedule")
+        if self.relations or self.iter_attrs:
+            raise ScheduleError(f"compute_inline on stage '{self.name}': the stage has loop "
+                                f"transformations that inlining would discard")
+        self._record(S.ComputeInline(self._ref()))
+        self.attach_type, self.attach_stage, self.attach_ivar = INLINE, None, None
+
+    def compute_root(self) -> None:
+        """Compute this stage in its own loop nest at the top of the function."""
+        self._check_placeable("compute_root")
+        self._record(S.ComputeRoot(self._ref()))
+        self.attach_type, self.attach_stage, self.attach_ivar = ROOT, None, None
+
+    def _check_placeable(self, who: str) -> None:
+        if isinstance(self.op, PlaceholderOp):
+            raise ScheduleError(f"{who}: '{self.name}' is a placeholder (an input); it has "
+                                f"no computation to place")
+
+
+class Schedule:
+    """The stages of a compute graph in producer-before-consumer order, and the steps."""
+
+    def __init__(self, outputs: list):
+        self.outputs = list(outputs)
+        self.stages: list = []
+        self.stage_map: dict = {}
+        self.steps: list = []
+        for op in topo_order(self.outputs):
+            self._add_stage(op)
+        for op in self.outputs:
+            self.stage_map[op].is_output = True
+
+    def _add_stage(self, op, position: int | None = None) -> Stage:
+        st = Stage(op, self)
+        if position is None:
+            self.stages.append(st)
+        else:
+            self.stages.insert(position, st)
+        self.stage_map[op] = st
+        return st
+
+    def __getitem__(self, key) -> Stage:
+        op = key.op if isinstance(key, Tensor) else key
+        st = self.stage_map.get(op)
+        if st is None:
+            raise ScheduleError(f"schedule: '{getattr(op, 'name', key)}' is not part of this "
+                                f"schedule's compute graph")
+        return st
+
+    def consumes(self, reader: Stage, producer: Stage) -> bool:
+        """Does `reader` read `producer`'s output, directly or through inlined stages?"""
+        todo = [t.op for t in reader.op.input_tensors]
+        seen = set()
+        while todo:
+            op = todo.pop()
+            if op is producer.op:
+                return True
+            if id(op) in seen:
+                continue
+            seen.add(id(op))
+            st = self.stage_map.get(op)
+            if st is not None and st.attach_type == INLINE:
+                todo.extend(t.op for t in op.input_tensors)
+        return False
+
+    def cache_read(self, tensor: Tensor, scope: str, readers) -> Tensor:
+        from .dataflow import cache_read
+        return cache_read(self, tensor, scope, readers)
+
+    def cache_write(self, tensor, scope: str):
+        from .dataflow import cache_write
+        return cache_write(self, tensor, scope)
+
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0):
+        from .dataflow import rfactor
+        return rfactor(self, tensor, axis, factor_axis)
+
+    def to_json(self) -> str:
+        return S.to_json(self.steps)
+
+    def __repr__(self):
+        return "schedule(" + ", ".join(st.name for st in self.stages) + ")"
+
+
+def topo_order(output_ops: list) -> list:
+    """Operations reachable from the outputs, every producer before its consumers."""
+    order, state = [], {}
+
+    def visit(op):
+        mark = state.get(id(op))
+        if mark == "done":
+            return
+        stack = [(op, iter(op.input_tensors))]
+        state[id(op)] = "active"
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                state[id(node)] = "done"
+                order.append(node)
+            elif state.get(id(nxt.op)) is None:
+                state[id(nxt.op)] = "active"
+                stack.append((nxt.op, iter(nxt.op.input_tensors)))
+    for op in output_ops:
+        visit(op)
+    return order
+
+
+def create_schedule(ops) -> Schedule:
+    """te.create_schedule(op or [ops]): a schedule with one stage per operation."""
+    if not isinstance(ops, (list, tuple)):
+        ops = [ops]
+    out = []
+    for o in ops:
+        op = o.op if isinstance(o, Tensor) else o
+        if not isinstance(op, Operation):
+            raise ScheduleError(f"create_schedule: expected operations or tensors, got "
+                                f"{type(o).__name__}")
+        if op not in out:
+            out.append(op)
+    return Schedule(out)
