@@ -59,7 +59,9 @@ def _new_target_machine(cpu: str, features: str, opt_level: int, jit: bool) -> l
 
 
 @lru_cache(maxsize=16)
-def _cached_target_machine(cpu: str, features: str, opt_level: int, jit: bool) -> llvm.TargetMachine:
+def _cached_target_machine(
+    cpu: str, features: str, opt_level: int, jit: bool
+) -> llvm.TargetMachine:
     # For optimization and text/object emission only: an MCJIT engine takes ownership of
     # its target machine, so every engine gets a fresh one (about 0.4 ms).
     return _new_target_machine(cpu, features, opt_level, jit)

@@ -35,7 +35,8 @@ class SharedLibrary:
     """A shared library opened with ctypes, kept open as long as this object lives."""
 
     def __init__(self, path: str) -> None:
-        self.path = os.path.abspath(path)
+        # A bare name ("libfoo.so") goes through the loader's search path, like dlopen.
+        self.path = os.path.abspath(path) if os.sep in path else path
         try:
             self._dll = ctypes.CDLL(self.path)
         except OSError as error:

@@ -217,3 +217,17 @@ CHECKED_SIGNATURE = KernelSignature(
     args=(ArgSpec("X", "float32", ("n",)),),
     scalars=(ScalarSpec("n", "int32"),),
 )
+
+# A kernel with an int8 size variable: exercises the check that a size fits its dtype.
+NARROW_LL = """
+define i32 @narrow(ptr %X, i8 %n) {
+entry:
+  ret i32 0
+}
+"""
+
+NARROW_SIGNATURE = KernelSignature(
+    name="narrow",
+    args=(ArgSpec("X", "uint8", ("n",)),),
+    scalars=(ScalarSpec("n", "int8"),),
+)

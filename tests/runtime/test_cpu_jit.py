@@ -109,5 +109,6 @@ def test_runtime_check_status_raises():
 
     module = runtime.Module(runtime.compile_llvm(CHECKED_LL), CHECKED_SIGNATURE)
     module(np.zeros(3, np.float32))
-    with pytest.raises(RuntimeError, match=r"kernel 'checked' failed a runtime check \(status code 7\)"):
+    message = r"kernel 'checked' failed a runtime check \(status code 7\)"
+    with pytest.raises(RuntimeError, match=message):
         module(np.zeros(4, np.float32))

@@ -47,7 +47,8 @@ def test_copyfrom_and_shape_check():
     arr = runtime.empty((4,), "float32")
     assert arr.copyfrom(np.arange(4)) is arr
     np.testing.assert_array_equal(arr.numpy(), [0, 1, 2, 3])
-    with pytest.raises(ValueError, match=r"copyfrom: expected source of shape \(4,\), got shape \(5,\)"):
+    message = r"copyfrom: expected source of shape \(4,\), got shape \(5,\)"
+    with pytest.raises(ValueError, match=message):
         arr.copyfrom(np.arange(5))
 
 
