@@ -39,13 +39,6 @@ _DATA_OFFSET = _probe_data_offset()
 _read_pointer = ctypes.c_void_p.from_address
 
 
-def data_pointer(array: np.ndarray) -> int:
-    """The address of the first element of a numpy array."""
-    if _DATA_OFFSET is None:
-        return array.ctypes.data
-    return _read_pointer(id(array) + _DATA_OFFSET).value
-
-
 @dataclass(frozen=True)
 class _ArgCheck:
     name: str
@@ -111,8 +104,10 @@ class ArgumentChecker:
                             bound[expected] = (actual, check.name, dim)
                         elif previous[0] != actual:
                             _raise_shape(check, dim, expected, actual, previous)
-            raw.append(_read_pointer(id(array) + _DATA_OFFSET).value if _DATA_OFFSET
-                       else array.ctypes.data)
+            if _DATA_OFFSET:
+                raw.append(_read_pointer(id(array) + _DATA_OFFSET).value)
+            else:
+                raw.append(array.ctypes.data)
         if self._symbolic:
             for name, limit in self._scalar_limits:
                 value = bound[name][0]
