@@ -1,0 +1,67 @@
+"""Shared test helpers: random inputs that are never all zeros, and build-run-compare.
+
+Takes te schedules and numpy reference functions; gives rand_array(), run_kernel() and
+check_schedule(). `import helpers` works in every test: pytest puts tests/ (the directory
+of the rootdir conftest.py) on sys.path. Imports numpy and te.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+import te
+
+_RNG = np.random.default_rng(20240601)
+
+
+def rand_array(shape: Sequence[int], dtype: str = "float32", rng=None) -> np.ndarray:
+    """Random values away from zero: floats in [0.5, 1.5) with random sign, ints in [-9, 9]."""
+    rng = rng if rng is not None else _RNG
+    shape = tuple(int(s) for s in shape)
+    if np.dtype(dtype).kind == "f":
+        sign = rng.choice(np.array([-1.0, 1.0]), size=shape)
+        return (sign * rng.uniform(0.5, 1.5, size=shape)).astype(dtype)
+    if np.dtype(dtype).kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    lo = 0 if np.dtype(dtype).kind == "u" else -9
+    return rng.integers(lo, 10, size=shape).astype(dtype)
+
+
+def shape_of(t: te.Tensor, sizes: dict | None = None) -> tuple:
+    """The concrete shape of tensor `t`, with te.var sizes looked up by name in `sizes`."""
+    out = []
+    for dim in t.shape:
+        if isinstance(dim, te.Var):
+            out.append(int(sizes[dim.name]))
+        else:
+            out.append(int(dim.value))
+    return tuple(out)
+
+
+def run_kernel(mod, inputs: Sequence[te.Tensor], outputs: Sequence[te.Tensor],
+               sizes: dict | None = None, seed: int = 0) -> tuple[list, list]:
+    """Call `mod` on random inputs and NaN-filled outputs; returns (input arrays, outputs)."""
+    rng = np.random.default_rng(seed)
+    ins = [rand_array(shape_of(t, sizes), t.dtype, rng) for t in inputs]
+    outs = []
+    for t in outputs:
+        arr = np.empty(shape_of(t, sizes), t.dtype)
+        arr.fill(np.nan if np.dtype(t.dtype).kind == "f" else 123)
+        outs.append(arr)
+    mod(*ins, *outs)
+    return ins, outs
+
+
+def check_schedule(s, inputs: Sequence[te.Tensor], outputs: Sequence[te.Tensor],
+                   ref: Callable, rtol: float = 1e-5, atol: float = 1e-5,
+                   sizes: dict | None = None, seed: int = 0) -> None:
+    """Build `s`, run it on random inputs and compare every output with ref(*inputs)."""
+    mod = te.build(s, list(inputs) + list(outputs))
+    ins, outs = run_kernel(mod, inputs, outputs, sizes, seed)
+    expected = ref(*ins)
+    if not isinstance(expected, (list, tuple)):
+        expected = [expected]
+    assert len(expected) == len(outs)
+    for got, want in zip(outs, expected):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
