@@ -1,0 +1,18 @@
+"""Reusable operator definitions (classic TVM topi names) built on the public compute API.
+
+Gives functions from te.Tensors to te.Tensors, grouped by family: elementwise, transform,
+reduction, nn. Each checks its arguments and raises te.errors.ShapeError/DTypeError naming
+the parameter. Imports te.compute and te.errors only, never schedule or lower.
+"""
+from .elementwise import (add, broadcast_shape, divide, fused_scale_shift_relu, maximum,
+                          multiply, relu, subtract)
+from .nn import (avg_pool2d, batch_matmul, conv2d_nchw, depthwise_conv2d_nchw, layer_norm,
+                 matmul, max_pool2d, softmax)
+from .reduction import argmax, argmin, cumsum, max, min, sum  # noqa: A004
+from .transform import concatenate, pad, reshape, slice_axis, transpose
+
+__all__ = ["add", "subtract", "multiply", "divide", "maximum", "relu", "broadcast_shape",
+           "fused_scale_shift_relu", "transpose", "reshape", "pad", "concatenate",
+           "slice_axis", "sum", "max", "min", "argmax", "argmin", "cumsum", "matmul",
+           "batch_matmul", "conv2d_nchw", "depthwise_conv2d_nchw", "max_pool2d",
+           "avg_pool2d", "softmax", "layer_norm"]

@@ -1,0 +1,115 @@
+"""Reductions over axes: sum, max, min (several axes, keepdims), argmax/argmin, cumsum.
+
+Takes a te.Tensor and axes, gives one te.compute reduction stage (argmax/argmin: a two-output
+stage from a tuple te.comm_reducer, returned as its index output). Imports te.compute (api,
+tensor) and te.errors only; `sum`/`max`/`min` shadow the builtins in this module on purpose
+(topi names), and the module never needs the builtins.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ...errors import ShapeError
+from .. import api
+from ..tensor import Tensor
+from ._util import check_tensor, normalize_axes, normalize_axis
+
+
+def reduce_over(x: Tensor, axes: tuple, keepdims: bool, name: str, tag: str,
+                make: Callable) -> Tensor:
+    """A stage reducing x over `axes`: make(full_index, reduce_axes) gives its body."""
+    raxes = {a: api.reduce_axis((0, x.shape[a]), f"k{a}" if len(axes) > 1 else "k")
+             for a in axes}
+    shape = tuple(1 if d in raxes else s for d, s in enumerate(x.shape)
+                  if keepdims or d not in raxes)
+    if not shape:
+        raise ShapeError(f"{name}: reducing every axis without keepdims would give a 0-d "
+                         f"tensor, which te.compute cannot declare; pass keepdims=True")
+
+    def fcompute(*i):
+        it = iter(i)
+        full = []
+        for d in range(x.ndim):
+            if d in raxes:
+                full.append(raxes[d])
+                if keepdims:
+                    next(it)
+            else:
+                full.append(next(it))
+        return make(full, [raxes[a] for a in axes])
+    return api.compute(shape, fcompute, name=name, tag=tag)
+
+
+def _simple(reducer, who: str, default_name: str):
+    def op(x: Tensor, axis=None, keepdims: bool = False, name: str = default_name) -> Tensor:
+        check_tensor(x, who, "x")
+        axes = normalize_axes(axis, x.ndim, who)
+        return reduce_over(x, axes, keepdims, name, "comm_reduce",
+                           lambda full, raxes: reducer(x(*full), axis=raxes))
+    op.__name__ = who
+    op.__doc__ = (f"{who} of x over `axis` (an int, a sequence of ints or None for all); "
+                  f"keepdims keeps reduced dims as size 1.")
+    return op
+
+
+sum = _simple(api.sum, "sum", "T_sum")  # noqa: A001
+max = _simple(api.max, "max", "T_max")  # noqa: A001
+min = _simple(api.min, "min", "T_min")  # noqa: A001
+
+
+def _arg_reducer(better: Callable, worst: Callable, name: str):
+    """(index, value) pairs; ties go to the smaller index, so the order of combination
+    (splits, rfactor) cannot change the answer and it matches numpy's first occurrence."""
+    def combine(x, y):
+        take_x = better(x[1], y[1]) | ((x[1] == y[1]) & (x[0] < y[0]))
+        return (api.if_then_else(take_x, x[0], y[0]), api.if_then_else(take_x, x[1], y[1]))
+
+    def identity(index_dtype, value_dtype):
+        return api.max_value(index_dtype), worst(value_dtype)
+    return api.comm_reducer(combine, identity, name=name)
+
+
+_argmax = _arg_reducer(lambda a, b: a > b, api.min_value, "argmax")
+_argmin = _arg_reducer(lambda a, b: a < b, api.max_value, "argmin")
+
+
+def _arg(reducer, who: str, x: Tensor, axis: int, keepdims: bool, name: str) -> Tensor:
+    check_tensor(x, who, "x")
+    axis = normalize_axis(axis, x.ndim, who)
+
+    def make(full, raxes):
+        return reducer((raxes[0].var, x(*full)), axis=raxes)
+    idx, _value = reduce_over(x, (axis,), keepdims, f"{name}_red", "comm_reduce_idx", make)
+    # te.lower wants every output of a stage it writes; copying the index out leaves the
+    # two-output reduction an intermediate stage (inlinable only into nothing: attach it).
+    return api.compute(idx.shape, lambda *i: idx(*i), name=name, tag="injective")
+
+
+def argmax(x: Tensor, axis: int, keepdims: bool = False, name: str = "T_argmax") -> Tensor:
+    """int32 index of the first maximum along `axis`: a copy of output 0 of the two-output
+    stage <name>_red (index, max value) = returned.op.input_tensors[0].op."""
+    return _arg(_argmax, "argmax", x, axis, keepdims, name)
+
+
+def argmin(x: Tensor, axis: int, keepdims: bool = False, name: str = "T_argmin") -> Tensor:
+    """int32 index of the first minimum along `axis` (stage <name>_red as for argmax)."""
+    return _arg(_argmin, "argmin", x, axis, keepdims, name)
+
+
+def cumsum(x: Tensor, axis: int = 0, exclusive: bool = False, name: str = "T_cumsum"
+           ) -> Tensor:
+    """Running sum along `axis` (exclusive: the element itself is left out), written as a
+    reduction over k with where=k <= i: quadratic work, for small axes."""
+    check_tensor(x, "cumsum", "x")
+    axis = normalize_axis(axis, x.ndim, "cumsum")
+    k = api.reduce_axis((0, x.shape[axis]), "k")
+
+    def fcompute(*i):
+        index = list(i)
+        index[axis] = k
+        cond = k < i[axis] if exclusive else k <= i[axis]
+        return api.sum(x(*index), axis=k, where=cond)
+    return api.compute(x.shape, fcompute, name=name, tag="scan")
+
+
+__all__ = ["sum", "max", "min", "argmax", "argmin", "cumsum", "reduce_over"]
