@@ -30,3 +30,23 @@ def test_fuse_split_unroll_drops_iteration():
     _, fi = s[Y].split(s[Y].fuse(*Y.op.axis), 8)
     s[Y].unroll(fi)
     check_schedule(s, [X], [Y], lambda x: x + 1)
+
+
+@pytest.mark.xfail(strict=True, raises=te.ScheduleError,
+                   reason="limitation against classic TVM: compute_at refuses a stage that "
+                          "reads the attached stage only indirectly (topi's x86 softmax "
+                          "schedule attaches max_elem at the softmax output's row loop)")
+def test_compute_at_indirect_consumer():
+    from te.compute import ops
+    X = te.placeholder((13, 31), name="X")
+    Y = ops.softmax(X)
+    exp = Y.op.input_tensors[0]
+    maxelem = exp.op.input_tensors[1]
+    s = te.create_schedule(Y.op)
+    s[maxelem].compute_at(s[Y], Y.op.axis[0])
+    s[exp].compute_at(s[Y], Y.op.axis[0])
+
+    def ref(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    check_schedule(s, [X], [Y], ref, rtol=1e-4)
