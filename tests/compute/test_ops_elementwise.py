@@ -130,14 +130,7 @@ def _ref_scale_shift(x, a, b):
     return np.maximum(x * a + b, 0)
 
 
-FLOORDIV_BUG = pytest.mark.xfail(strict=True, reason="floordiv(x*k + c, d) with c >= d "
-                                 "simplifies wrongly; see test_ops_regressions.py")
-
-
-@pytest.mark.parametrize("sched", [
-    sched_default, sched_split_vectorize_tail,
-    pytest.param(sched_fuse_split_parallel, marks=FLOORDIV_BUG), sched_tile_reorder,
-], ids=lambda f: f.__name__[6:])
+@pytest.mark.parametrize("sched", SCHEDULES, ids=lambda f: f.__name__[6:])
 def test_fused_scale_shift_relu(sched):
     X, a, b, Y = _scale_shift()
     s = te.create_schedule(Y.op)

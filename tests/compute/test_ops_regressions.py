@@ -1,8 +1,8 @@
 """Minimal reproducers of compiler bugs found by the operator catalogue (te.compute.ops).
 
-Each test states the correct answer and is marked xfail(strict=True) while the bug lives:
-when a fix lands the test passes, strict xfail fails, and the mark should be removed.
-Imports te, numpy, helpers and te.lower.interp.
+Each test states the correct answer. A live bug is marked xfail(strict=True): when a fix
+lands the test passes, strict xfail fails, and the mark comes off (the test stays as a
+regression test). Imports te, numpy and helpers.
 """
 import numpy as np
 import pytest
@@ -10,20 +10,16 @@ import pytest
 import te
 from helpers import check_schedule
 
-FLOORDIV_CONST = ("arith.Analyzer._divmod keeps the constant of floordiv(x*k + c, d) undivided: "
-                  "floordiv(i*7 + 7, 7) simplifies to i + 7 instead of i + 1")
-
-
-@pytest.mark.xfail(strict=True, reason=FLOORDIV_CONST)
 def test_floordiv_with_constant_multiple_of_divisor():
+    """Was: arith.Analyzer._divmod kept the constant of floordiv(x*k + c, d) undivided, so
+    floordiv(i*7 + 7, 7) simplified to i + 7 instead of i + 1."""
     A = te.placeholder((12,), name="A")  # large enough that the wrong index stays in bounds
     B = te.compute((4,), lambda i: A[te.indexdiv(i * 7 + 7, 7)], name="B")
     check_schedule(te.create_schedule(B.op), [A], [B], lambda a: a[1:5])
 
 
-@pytest.mark.xfail(strict=True, reason=FLOORDIV_CONST + "; seen as fuse + split + unroll "
-                   "dropping the last unrolled copy of the body")
-def test_fuse_split_unroll_drops_iteration():
+def test_fuse_split_unroll_keeps_every_iteration():
+    """Was: the floordiv bug above dropped the last unrolled copy of a fused, split body."""
     X = te.placeholder((5, 7), name="X")
     Y = te.compute(X.shape, lambda i, j: X[i, j] + 1.0, name="Y")
     s = te.create_schedule(Y.op)
