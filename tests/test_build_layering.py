@@ -1,0 +1,135 @@
+"""DESIGN.md's layering, enforced by parsing the imports of every module (ast, no import).
+
+runtime imports nothing from te or graph; te never imports graph; inside te,
+compute <- schedule <- lower <- autotune (and te.build sits above lower); te.errors and
+te.dtype are the base. Function-local imports count too. Optional heavy dependencies
+(pycuda, onnx, onnxruntime) are imported only inside functions. (Named test_build_layering
+because tests/runtime/test_layering.py already takes the module name test_layering.)
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("runtime", "te", "graph")
+MODULES = sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
+                 if "__pycache__" not in p.parts)
+
+# (package prefix of the importing module, forbidden module prefixes)
+RULES = (
+    ("runtime", ("te", "graph")),
+    ("te", ("graph",)),
+    ("te.errors", ("te.compute", "te.schedule", "te.lower", "te.autotune", "te.build")),
+    ("te.dtype", ("te.compute", "te.schedule", "te.lower", "te.autotune", "te.build")),
+    ("te.compute", ("te.schedule", "te.lower", "te.autotune", "te.build")),
+    ("te.schedule", ("te.lower", "te.autotune", "te.build")),
+    ("te.lower", ("te.autotune", "te.build")),
+)
+# Below the top level, `import te` reaches every layer through attributes (te.lower...).
+NO_TOP_PACKAGE = ("te.errors", "te.dtype", "te.compute", "te.schedule", "te.lower")
+OPTIONAL_HEAVY = ("pycuda", "onnx", "onnxruntime")
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_package(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
+def imported_modules(path: Path, root: Path = ROOT) -> list:
+    """(absolute module name, line, inside a function, plain `import`) for every import."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    me = module_name(path, root)
+    package = me if _is_package(path) else me.rpartition(".")[0]
+    out = []
+
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                       ast.Lambda))
+            if isinstance(child, ast.Import):
+                out.extend((a.name, child.lineno, nested, True) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base_parts = package.split(".")
+                    base_parts = base_parts[:len(base_parts) - (child.level - 1)]
+                    base = ".".join(base_parts + ([child.module] if child.module else []))
+                else:
+                    base = child.module or ""
+                out.append((base, child.lineno, nested, False))
+                # `from pkg import name` may import the submodule pkg.name
+                out.extend((f"{base}.{a.name}", child.lineno, nested, False)
+                           for a in child.names if a.name != "*")
+            visit(child, nested)
+    visit(tree, False)
+    return out
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_modules_found():
+    names = {module_name(p) for p in MODULES}
+    for expected in ("runtime", "te", "te.compute.expr", "te.schedule.schedule",
+                     "te.lower.pipeline", "te.build"):
+        assert expected in names
+
+
+def test_relative_import_resolution():
+    api = ROOT / "te" / "compute" / "api.py"
+    names = {n for n, _, _, _ in imported_modules(api)}
+    assert "te.dtype" in names and "te.compute.expr" in names
+
+
+def violations(path: Path, root: Path = ROOT) -> list:
+    me = module_name(path, root)
+    where = path.relative_to(root)
+    bad = []
+    for name, line, _, plain in imported_modules(path, root):
+        for owner, forbidden in RULES:
+            if _under(me, owner) and any(_under(name, f) for f in forbidden):
+                bad.append(f"{where}:{line} imports {name}")
+        if plain and name == "te" and any(_under(me, p) for p in NO_TOP_PACKAGE):
+            bad.append(f"{where}:{line} imports the top-level package te")
+    return sorted(set(bad))
+
+
+def test_checker_catches_violations(tmp_path):
+    files = {
+        "te/compute/bad.py": "from ..lower import ir\ndef f():\n    from .. import build\n",
+        "te/schedule/bad.py": "import te\nfrom te.autotune import space\n",
+        "te/lower/ok.py": "from ..schedule import schedule\nfrom .. import dtype\n",
+        "runtime/bad.py": "from te import build\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    found = {rel: violations(tmp_path / rel, tmp_path) for rel in files}
+    assert found["te/compute/bad.py"] == ["te/compute/bad.py:1 imports te.lower",
+                                          "te/compute/bad.py:1 imports te.lower.ir",
+                                          "te/compute/bad.py:3 imports te.build"]
+    assert "te/schedule/bad.py:1 imports the top-level package te" in found["te/schedule/bad.py"]
+    assert "te/schedule/bad.py:2 imports te.autotune" in found["te/schedule/bad.py"]
+    assert found["te/lower/ok.py"] == []
+    assert "runtime/bad.py:1 imports te" in found["runtime/bad.py"]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_layering(path):
+    bad = violations(path)
+    assert not bad, "layering violations:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_optional_dependencies_imported_lazily(path):
+    eager = [f"{path.relative_to(ROOT)}:{line} imports {name} at module level"
+             for name, line, in_function, _ in imported_modules(path)
+             if not in_function and any(_under(name, h) for h in OPTIONAL_HEAVY)]
+    assert not eager, "\n".join(eager)
