@@ -1,6 +1,6 @@
 """te.compute.ops matmul and batch_matmul against numpy.
 
-Odd sizes (37x29x51, size-1 dims), transpose_b, batch broadcasting, int32 exact; the default
+Odd sizes (37x29x51 and 19x13x23, size-1 dims), transpose_b, batch broadcasting, int32 exact; the default
 schedule and tile / reorder / vectorize / unroll / parallel, cache_read, cache_write with
 compute_at, and rfactor. Imports te, te.compute.ops, numpy and helpers.
 """
@@ -92,8 +92,8 @@ SCHEDULES = [mm_tile_vectorize_parallel, mm_fuse_outer, mm_cache_write, mm_cache
 @pytest.mark.parametrize("sched", SCHEDULES, ids=lambda f: f.__name__[3:])
 @pytest.mark.parametrize("transpose_b", [False, True])
 def test_matmul_scheduled(sched, transpose_b):
-    A = te.placeholder((37, 51), name="A")
-    B = te.placeholder((29, 51) if transpose_b else (51, 29), name="B")
+    A = te.placeholder((19, 23), name="A")  # no factor used below divides 19, 23 or 13
+    B = te.placeholder((13, 23) if transpose_b else (23, 13), name="B")
     C = ops.matmul(A, B, transpose_b=transpose_b)
     s = te.create_schedule(C.op)
     sched(s, C)

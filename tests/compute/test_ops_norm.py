@@ -152,3 +152,16 @@ def test_layer_norm_scheduled(sched):
     s = te.create_schedule(Y.op)
     sched(s, Y, mean, var)
     check(s, [X, G, B], [Y], lambda x, g, b: layer_norm_ref(x, g, b, (1, 2)))
+
+
+def test_symbolic_rows_through_matmul_softmax():
+    """A te.var row count flows through add, matmul and softmax; one kernel, two sizes."""
+    n = te.var("n")
+    X = te.placeholder((n, 13), name="X")
+    bias = te.placeholder((13,), name="bias")
+    W = te.placeholder((13, 7), name="W")
+    Y = ops.softmax(ops.matmul(ops.add(X, bias), W))
+    s = te.create_schedule(Y.op)
+    for rows in (1, 5):
+        check_schedule(s, [X, bias, W], [Y], lambda x, b, w: softmax_ref((x + b) @ w, -1),
+                       rtol=1e-4, atol=1e-5, sizes={"n": rows})
