@@ -15,4 +15,5 @@ from .errors import (ArgumentError, BuildError, ComputeError, DTypeError, Loweri
 from .schedule.schedule import Schedule, Stage, create_schedule
 from .lower.pipeline import lower
 from .build import build
+from .autotune.api import autotune  # noqa: E402  (a callable carrying the template API)
 from runtime import ndarray as nd  # noqa: E402

@@ -1,0 +1,73 @@
+"""te.autotune: the public entry point, a callable that also carries the template API.
+
+Gives `autotune(outputs, trials=500, ...)` plus `autotune.template`, `.get_config`,
+`.apply_history_best`, `.auto_schedule` and `.load_best`. Stays light at import time (no
+numpy-heavy, optuna or xgboost imports): `import te` must stay fast; the tuning loop is
+imported when a tuning run starts. Imports dispatch, space, workload.
+"""
+from __future__ import annotations
+
+from ..errors import ArgumentError
+from . import dispatch
+from .space import ConfigEntity, ConfigSpace
+from .workload import graph_key
+
+
+def auto_schedule(outputs, args=None):
+    """(schedule, args) for a compute graph: the best recorded config of the automatic
+    space under apply_history_best, else the space's default config."""
+    from .auto_space import auto_schedule as generate
+    space = ConfigSpace()
+    generate(space, outputs, args)
+    rec = dispatch.dispatch_lookup(graph_key(outputs))
+    cfg = space.default() if rec is None else ConfigEntity.from_json_dict(space, rec.config)
+    return generate(cfg, outputs, args)
+
+
+def load_best(log: str, outputs, args=None, target: str = "llvm"):
+    """(schedule, args) of the best config in `log` for this graph (or template)."""
+    with dispatch.apply_history_best(log, target=target):
+        if isinstance(outputs, dispatch.Template):
+            return outputs(*(args or ()))
+        return auto_schedule(outputs, args)
+
+
+class _AutotuneAPI:
+    """te.autotune(outputs, trials=500, target="llvm", log=None, tuner="xgb", timeout=None,
+    seed=None, early_stopping=None, verbose=1, args=None, measure_option=None)
+
+    Tune `outputs` (a tensor, an op or a list; or a @te.autotune.template with args=) and
+    return a TuneResult (best config, time, GFLOP/s, history, .schedule(), .build()).
+    """
+
+    template = staticmethod(dispatch.template)
+    get_config = staticmethod(dispatch.get_config)
+    apply_history_best = dispatch.apply_history_best
+    auto_schedule = staticmethod(auto_schedule)
+    load_best = staticmethod(load_best)
+    ConfigSpace = ConfigSpace
+    ConfigEntity = ConfigEntity
+
+    def __call__(self, outputs, trials: int = 500, target: str = "llvm", log: str | None = None,
+                 tuner: str = "xgb", timeout: float | None = None, seed: int | None = None,
+                 early_stopping: int | None = None, verbose: int = 1, args=None,
+                 measure_option=None, batch_size: int = 16):
+        from .tune import AutoTask, TemplateTask, tune
+        if target.split()[0] != "llvm":
+            raise ArgumentError(f"te.autotune: target must be 'llvm' (CPU), got {target!r}")
+        if isinstance(outputs, dispatch.Template):
+            if args is None:
+                raise ArgumentError(f"te.autotune: template '{outputs.name}' needs args=(...) "
+                                    f"to call it with")
+            task = TemplateTask(outputs, args)
+        else:
+            task = AutoTask(outputs, args)
+        return tune(task, trials=trials, target=target, log=log, tuner=tuner, timeout=timeout,
+                    seed=seed, early_stopping=early_stopping, verbose=verbose,
+                    measure_option=measure_option, batch_size=batch_size)
+
+    def __repr__(self):
+        return "te.autotune"
+
+
+autotune = _AutotuneAPI()

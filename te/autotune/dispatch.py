@@ -1,0 +1,122 @@
+"""Templates and dispatch: which config a template (or an automatic schedule) runs with.
+
+Takes template functions and tuning logs; gives the @template decorator, get_config() for
+use inside a template, and the apply_history_best context. A template call looks up its own
+workload in the innermost active context (AutoTVM's DispatchContext), so te.build needs to
+know nothing about tuning. Imports space, workload and records only.
+"""
+from __future__ import annotations
+
+import threading
+
+from ..errors import ArgumentError, ScheduleError
+from . import records as R
+from .space import ConfigEntity, ConfigSpace
+from .workload import package_version, template_key
+
+_state = threading.local()
+TEMPLATES: dict = {}
+
+
+def _stack(name: str) -> list:
+    if not hasattr(_state, name):
+        setattr(_state, name, [])
+    return getattr(_state, name)
+
+
+def get_config():
+    """The config of the template now running (ConfigSpace while the space is collected)."""
+    cfgs = _stack("configs")
+    if not cfgs:
+        raise ScheduleError("te.autotune.get_config(): call it inside a function decorated "
+                            "with @te.autotune.template(...)")
+    return cfgs[-1]
+
+
+class with_config:
+    """Run templates with `cfg` (a ConfigSpace to collect, or a ConfigEntity to apply)."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def __enter__(self):
+        _stack("configs").append(self.cfg)
+        return self.cfg
+
+    def __exit__(self, *exc):
+        _stack("configs").pop()
+
+
+class Template:
+    """A schedule template: f(*args) -> (schedule, tensors), with knobs from get_config()."""
+
+    def __init__(self, name: str, func):
+        self.name, self.func = name, func
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+
+    def workload_key(self, args) -> str:
+        return template_key(self.name, args)
+
+    def space(self, *args) -> ConfigSpace:
+        space = ConfigSpace()
+        with with_config(space):
+            self.func(*args)
+        return space
+
+    def instantiate(self, cfg, *args):
+        with with_config(cfg):
+            return self.func(*args)
+
+    def __call__(self, *args):
+        """Outside tuning: the best recorded config under apply_history_best, else defaults."""
+        space = self.space(*args)
+        best = dispatch_lookup(self.workload_key(args))
+        cfg = space if best is None else ConfigEntity.from_json_dict(space, best.config)
+        return self.instantiate(cfg, *args)
+
+    def __repr__(self):
+        return f"Template({self.name})"
+
+
+def template(name: str):
+    """@te.autotune.template("name"): register a schedule template under `name`."""
+    if callable(name):  # used without arguments
+        func = name
+        return template(func.__name__)(func)
+    if not isinstance(name, str) or not name:
+        raise ArgumentError(f"te.autotune.template: name must be a non-empty string, got "
+                            f"{name!r}")
+
+    def wrap(func):
+        t = Template(name, func)
+        TEMPLATES[name] = t
+        return t
+    return wrap
+
+
+class apply_history_best:
+    """with apply_history_best(log): templates use the fastest recorded config."""
+
+    def __init__(self, log: str, target: str = "llvm"):
+        self.log, self.target = log, target
+        self.best = R.best_records(log, target=target, version=package_version())
+
+    def lookup(self, key: str):
+        return self.best.get(key)
+
+    def __enter__(self):
+        _stack("dispatch").append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _stack("dispatch").pop()
+
+
+def dispatch_lookup(key: str):
+    """The best Record for `key` in the innermost apply_history_best context, or None."""
+    for ctx in reversed(_stack("dispatch")):
+        rec = ctx.lookup(key)
+        if rec is not None:
+            return rec
+    return None

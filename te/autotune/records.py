@@ -1,0 +1,140 @@
+"""Tuning records: versioned JSON lines, append-only, safe with concurrent writers.
+
+Takes measured configs; gives a log file where each line is one self-contained JSON record
+(format version, workload key, target, package version, the config's knob values and the
+measurement). Appends are one os.write of a whole line on an O_APPEND descriptor under an
+exclusive flock, so lines from several processes never interleave and a crash can only cut
+the last line, which the reader skips. No pickle: a log is data. Imports nothing from te.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+RECORD_VERSION = 1
+
+# Error kinds of a failed trial (AutoTVM's MeasureErrorNo, as readable strings).
+INSTANTIATION_ERROR = "instantiation_error"  # ScheduleError: an illegal config
+LOWER_ERROR = "lower_error"                  # lowering or codegen raised
+COMPILE_ERROR = "compile_error"              # LLVM compilation raised in the worker
+RUNTIME_ERROR = "runtime_error"              # the kernel raised a Python error
+WRONG_ANSWER = "wrong_answer"                # result differs from the reference
+CRASH = "crash"                              # the worker process died (segfault, abort)
+TIMEOUT = "timeout"                          # the worker did not answer in time
+ERROR_KINDS = (INSTANTIATION_ERROR, LOWER_ERROR, COMPILE_ERROR, RUNTIME_ERROR, WRONG_ANSWER,
+               CRASH, TIMEOUT)
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """One trial: run times in seconds (empty if it failed) or an error kind and message."""
+    costs: tuple = ()
+    error: str | None = None
+    msg: str = ""
+    compile_s: float = 0.0
+    timestamp: float = field(default_factory=time.time)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.costs)
+
+    @property
+    def median(self) -> float:
+        if not self.ok:
+            return math.inf
+        c = sorted(self.costs)
+        n = len(c)
+        return c[n // 2] if n % 2 else 0.5 * (c[n // 2 - 1] + c[n // 2])
+
+    def to_json_dict(self) -> dict:
+        return {"costs": list(self.costs), "error": self.error, "msg": self.msg[:2000],
+                "compile_s": round(self.compile_s, 4), "timestamp": round(self.timestamp, 3)}
+
+    @staticmethod
+    def from_json_dict(d: dict) -> "MeasureResult":
+        return MeasureResult(tuple(float(c) for c in d.get("costs", ())), d.get("error"),
+                             d.get("msg", ""), float(d.get("compile_s", 0.0)),
+                             float(d.get("timestamp", 0.0)))
+
+
+@dataclass(frozen=True)
+class Record:
+    workload: str
+    target: str
+    version: str
+    config: dict           # {"knobs": {...}}
+    result: MeasureResult
+    flops: float = 0.0
+
+    def to_line(self) -> str:
+        data = {"v": RECORD_VERSION, "workload": self.workload, "target": self.target,
+                "te_version": self.version, "config": self.config,
+                "result": self.result.to_json_dict(), "flops": self.flops}
+        return json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n"
+
+    @staticmethod
+    def from_json_dict(d: dict) -> "Record":
+        return Record(d["workload"], d["target"], d["te_version"], d["config"],
+                      MeasureResult.from_json_dict(d["result"]), float(d.get("flops", 0.0)))
+
+
+def append_record(path: str, record: Record) -> None:
+    """Append one record as one line; safe against concurrent appenders and crashes."""
+    data = record.to_line().encode()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            size = os.fstat(fd).st_size
+            # A writer that died mid-line left no newline: start ours on a fresh line so the
+            # broken line stays the only casualty.
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            os.write(fd, data)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def load_records(path: str) -> tuple:
+    """(records, skipped): every readable record in the file, and how many lines were not."""
+    records, skipped = [], 0
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return [], 0
+    with fh:
+        for raw in fh:
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                d = json.loads(line)
+                if d.get("v") != RECORD_VERSION:
+                    skipped += 1
+                    continue
+                records.append(Record.from_json_dict(d))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                skipped += 1
+    return records, skipped
+
+
+def best_records(path: str, target: str | None = None, version: str | None = None) -> dict:
+    """{workload: fastest successful Record} over a log, optionally for one target/version."""
+    best: dict = {}
+    for rec in load_records(path)[0]:
+        if not rec.result.ok:
+            continue
+        if target is not None and rec.target != target:
+            continue
+        if version is not None and rec.version != version:
+            continue
+        cur = best.get(rec.workload)
+        if cur is None or rec.result.median < cur.result.median:
+            best[rec.workload] = rec
+    return best

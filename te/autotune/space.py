@@ -1,0 +1,294 @@
+"""Search spaces made by running a space generator: knobs, ConfigSpace and ConfigEntity.
+
+A generator (a template, or the automatic space in auto_space.py) receives a config object.
+In collect mode (ConfigSpace) `cfg.define_split(...)` records a knob and every
+`cfg[name]` returns the knob's first option, so the generator runs to the end; in apply mode
+(ConfigEntity) define_* is a no-op and `cfg[name]` returns the chosen value. A config is a
+plain dict {knob name: value} that round-trips JSON. Imports te.schedule and te.compute only.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass
+
+from ..compute.tensor import IterVar
+from ..errors import ScheduleError
+
+
+def _extent(axis) -> int:
+    if isinstance(axis, int):
+        return axis
+    if isinstance(axis, IterVar):
+        ext = axis.dom.extent
+        if hasattr(ext, "value"):
+            return int(ext.value)
+        raise ScheduleError(f"define_split: axis '{axis.var.name}' has a symbolic extent; "
+                            f"tuning needs constant shapes")
+    raise ScheduleError(f"define_split: axis must be an IterVar or an int, got "
+                        f"{type(axis).__name__}")
+
+
+def split_candidates(extent: int, policy: str = "factors", max_factor: int | None = None) -> list:
+    """Inner-factor candidates: divisors ("factors"), powers of two ("power2") or both."""
+    cap = min(extent, max_factor or extent)
+    divisors = [d for d in range(1, cap + 1) if extent % d == 0]
+    powers = [1 << k for k in range(int(math.log2(cap)) + 1)] if cap >= 1 else [1]
+    if policy == "factors":
+        return divisors
+    if policy == "power2":
+        return powers
+    if policy == "all":
+        return sorted(set(divisors) | set(powers))
+    raise ScheduleError(f"define_split: policy must be 'factors', 'power2' or 'all', got "
+                        f"{policy!r}")
+
+
+# -- knobs: the options of one decision, and how a chosen value acts on a schedule ------------
+
+@dataclass(frozen=True)
+class SplitKnob:
+    """Split one axis into num_outputs loops; a value is [-1, f1, ..., f_{n-1}] (inner sizes)."""
+    name: str
+    extent: int
+    options: tuple
+
+    def apply(self, value, s, stage, axis) -> list:
+        return apply_split(value, s, stage, axis)
+
+
+def apply_split(value, s, stage, axis) -> list:
+    st = s[stage] if not hasattr(stage, "leaf_iter_vars") else stage
+    loops = []
+    rest = axis
+    for f in value[1:]:
+        outer, rest = st.split(rest, factor=int(f))
+        loops.append(outer)
+    return loops + [rest] if value[1:] else [axis]
+
+
+@dataclass(frozen=True)
+class OtherKnob:
+    """A choice among plain values (ints, strings, bools)."""
+    name: str
+    options: tuple
+
+
+@dataclass(frozen=True)
+class ReorderKnob:
+    """A permutation of a list of axes; a value is a list of positions."""
+    name: str
+    options: tuple
+
+
+@dataclass(frozen=True)
+class AnnotateKnob:
+    """One annotation ('none', 'vec', 'unroll', 'parallel') per axis; a value is a list."""
+    name: str
+    options: tuple
+
+
+def _split_options(extent: int, num_outputs: int, policy: str, max_factor) -> tuple:
+    cands = split_candidates(extent, policy, max_factor)
+    out = []
+    for combo in itertools.product(cands, repeat=num_outputs - 1):
+        if math.prod(combo) <= extent:
+            out.append((-1,) + combo)
+    return tuple(out)
+
+
+class _Chosen:
+    """What `cfg[name]` gives: the value, with `.apply` for splits/reorders/annotations."""
+
+    def __init__(self, knob, value):
+        self.knob, self.val = knob, value
+
+    @property
+    def size(self) -> list:
+        return list(self.val)
+
+    def __getitem__(self, k):
+        return self.val[k]
+
+    def __iter__(self):
+        return iter(self.val)
+
+    def __len__(self):
+        return len(self.val)
+
+    def __repr__(self):
+        return f"{self.knob.name}={self.val!r}"
+
+    def apply(self, s, stage, axes, **_):
+        st = stage if hasattr(stage, "leaf_iter_vars") else s[stage]
+        if isinstance(self.knob, SplitKnob):
+            return apply_split(self.val, s, st, axes)
+        if isinstance(self.knob, ReorderKnob):
+            new = [axes[k] for k in self.val]
+            st.reorder(*new)
+            return new
+        if isinstance(self.knob, AnnotateKnob):
+            act = {"vec": st.vectorize, "unroll": st.unroll, "parallel": st.parallel}
+            for ann, ax in zip(self.val, axes):
+                if ann != "none":
+                    act[ann](ax)
+            return axes
+        raise ScheduleError(f"config: knob '{self.knob.name}' has no apply()")
+
+
+class _ConfigBase:
+    """define_* methods shared by collect and apply mode."""
+
+    def _define(self, knob) -> None:
+        raise NotImplementedError
+
+    def define_split(self, name: str, axis, num_outputs: int = 2, policy: str = "factors",
+                     max_factor: int | None = None, **_) -> None:
+        """Split knob for `axis` (an IterVar or an extent) into `num_outputs` loops."""
+        ext = _extent(axis)
+        self._define(SplitKnob(name, ext, _split_options(ext, num_outputs, policy,
+                                                         max_factor)))
+
+    def define_knob(self, name: str, values) -> None:
+        values = tuple(values)
+        if not values:
+            raise ScheduleError(f"define_knob '{name}': give at least one value")
+        self._define(OtherKnob(name, values))
+
+    def define_reorder(self, name: str, axes, policy: str = "all", candidates=None) -> None:
+        """Permutations of `axes`; policy 'all' or 'candidate' (a list of position lists)."""
+        n = len(axes)
+        if policy == "candidate":
+            opts = tuple(tuple(c) for c in candidates)
+        elif policy == "all":
+            opts = tuple(itertools.permutations(range(n)))
+        else:
+            raise ScheduleError(f"define_reorder '{name}': policy must be 'all' or "
+                                f"'candidate', got {policy!r}")
+        self._define(ReorderKnob(name, opts))
+
+    def define_annotate(self, name: str, axes, policy: str = "try_unroll") -> None:
+        """Per-axis annotations: 'try_unroll', 'try_vec', 'try_unroll_vec', 'locate_parallel'."""
+        n = len(axes)
+        if policy == "try_unroll":
+            per = [("none", "unroll")] * n
+        elif policy == "try_vec":
+            per = [("none",)] * (n - 1) + [("none", "vec")]
+        elif policy == "try_unroll_vec":
+            per = [("none", "unroll")] * (n - 1) + [("none", "unroll", "vec")]
+        elif policy == "locate_parallel":
+            per = [("parallel", "none")] + [("none",)] * (n - 1)
+        else:
+            raise ScheduleError(f"define_annotate '{name}': unknown policy {policy!r}")
+        self._define(AnnotateKnob(name, tuple(itertools.product(*per))))
+
+
+class ConfigSpace(_ConfigBase):
+    """Collect mode: records knobs in definition order; cfg[name] is the first option."""
+
+    def __init__(self):
+        self.knobs: dict = {}
+        self.is_fallback = True
+
+    def _define(self, knob) -> None:
+        old = self.knobs.get(knob.name)
+        if old is not None and old != knob:
+            raise ScheduleError(f"config space: knob '{knob.name}' is defined twice with "
+                                f"different options")
+        self.knobs[knob.name] = knob
+
+    def __getitem__(self, name: str) -> _Chosen:
+        knob = self.knobs[name]
+        return _Chosen(knob, knob.options[0])
+
+    def __len__(self) -> int:
+        return math.prod(len(k.options) for k in self.knobs.values())
+
+    def dims(self) -> list:
+        return [len(k.options) for k in self.knobs.values()]
+
+    def get(self, index: int) -> "ConfigEntity":
+        """The config at mixed-radix `index` (first knob varies fastest)."""
+        if not 0 <= index < len(self):
+            raise ScheduleError(f"config space: index {index} out of range 0..{len(self) - 1}")
+        values = {}
+        for name, knob in self.knobs.items():
+            index, k = divmod(index, len(knob.options))
+            values[name] = _plain(knob.options[k])
+        return ConfigEntity(self, values)
+
+    def index_of(self, values: dict) -> int:
+        index, scale = 0, 1
+        for name, knob in self.knobs.items():
+            opts = [_plain(o) for o in knob.options]
+            index += opts.index(values[name]) * scale
+            scale *= len(opts)
+        return index
+
+    def default(self) -> "ConfigEntity":
+        return self.get(0)
+
+    def from_json_dict(self, data: dict) -> "ConfigEntity":
+        return ConfigEntity.from_json_dict(self, data)
+
+    def __repr__(self):
+        rows = [f"  {k}: {len(v.options)} options" for k, v in self.knobs.items()]
+        return f"ConfigSpace({len(self)} configs)\n" + "\n".join(rows)
+
+
+def _plain(value):
+    """A JSON-shaped copy of a knob option (tuples become lists)."""
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+class ConfigEntity(_ConfigBase):
+    """Apply mode: one chosen value per knob; define_* checks the knob exists."""
+
+    def __init__(self, space: ConfigSpace, values: dict):
+        self.space = space
+        self.values = dict(values)
+        self.is_fallback = False
+
+    def _define(self, knob) -> None:
+        if knob.name not in self.values:
+            raise ScheduleError(f"config: the template defines knob '{knob.name}', which this "
+                                f"config does not set (was it tuned with another template?)")
+
+    def __getitem__(self, name: str) -> _Chosen:
+        if name not in self.values:
+            raise ScheduleError(f"config: no knob named '{name}'")
+        return _Chosen(self.space.knobs[name], self.values[name])
+
+    @property
+    def index(self) -> int:
+        return self.space.index_of(self.values)
+
+    def to_json_dict(self) -> dict:
+        return {"knobs": self.values}
+
+    @staticmethod
+    def from_json_dict(space: ConfigSpace, data: dict) -> "ConfigEntity":
+        values = data.get("knobs") if isinstance(data, dict) else None
+        if not isinstance(values, dict):
+            raise ScheduleError(f"config JSON: expected {{'knobs': {{...}}}}, got {data!r}")
+        missing = set(space.knobs) - set(values)
+        if missing:
+            raise ScheduleError(f"config JSON: knobs {sorted(missing)} are missing")
+        for name, val in values.items():
+            knob = space.knobs.get(name)
+            if knob is None or val not in [_plain(o) for o in knob.options]:
+                raise ScheduleError(f"config JSON: {name}={val!r} is not an option of this "
+                                    f"space")
+        return ConfigEntity(space, values)
+
+    def __eq__(self, other):
+        return isinstance(other, ConfigEntity) and self.values == other.values
+
+    def __hash__(self):
+        return hash(json.dumps(self.values, sort_keys=True))
+
+    def __repr__(self):
+        return "Config(" + ", ".join(f"{k}={v}" for k, v in self.values.items()) + ")"

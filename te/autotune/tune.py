@@ -1,0 +1,318 @@
+"""The tuning loop behind te.autotune: tasks, measurement, records, progress, the result.
+
+Takes a task (an automatic space over a compute graph, or a template with arguments) and
+the tuning options; gives a TuneResult. Each batch: the tuner proposes configs, each is
+instantiated (ScheduleError -> instantiation_error) and lowered here, compiled, checked and
+timed in the workers, appended to the log and told to the tuner. An existing log resumes:
+configs already measured for this workload/target/version count toward `trials` and are
+never measured again. Imports te.compute, te.schedule, te.lower, te.build and runtime.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+
+import runtime
+
+from ..build import build, signature_of
+from ..compute import expr as E
+from ..compute.tensor import ComputeOp, PlaceholderOp
+from ..errors import ArgumentError, ScheduleError, TEError
+from ..lower.codegen_llvm import codegen_llvm
+from ..lower.pipeline import lower
+from ..schedule.schedule import create_schedule, topo_order
+from . import features as F
+from . import records as R
+from .auto_space import auto_schedule, default_args
+from .measure import Job, LocalRunner, MeasureOptions
+from .space import ConfigEntity, ConfigSpace
+from .workload import graph_key, output_ops, package_version
+
+
+class AutoTask:
+    """The automatic space over a compute graph."""
+
+    def __init__(self, outputs, args=None):
+        self.outputs = outputs
+        self.args = list(args) if args is not None else default_args(outputs)
+        self.key = graph_key(outputs)
+        self.space = ConfigSpace()
+        auto_schedule(self.space, outputs, self.args)
+        self.name = "+".join(op.name for op in output_ops(outputs))
+
+    def instantiate(self, cfg):
+        return auto_schedule(cfg, self.outputs, self.args)
+
+    def reference(self):
+        return create_schedule(output_ops(self.outputs)), self.args
+
+
+class TemplateTask:
+    """A @te.autotune.template with its (JSON-able) arguments."""
+
+    def __init__(self, template, args):
+        self.template, self.targs = template, tuple(args)
+        self.key = template.workload_key(self.targs)
+        self.space = template.space(*self.targs)
+        _, self.args = template.instantiate(self.space, *self.targs)
+        self.outputs = [a for a in self.args if not isinstance(a.op, PlaceholderOp)]
+        self.name = template.name
+
+    def instantiate(self, cfg):
+        return self.template.instantiate(cfg, *self.targs)
+
+    def reference(self):
+        return create_schedule(output_ops(self.outputs)), self.args
+
+
+def estimate_flops(outputs) -> float:
+    """Arithmetic operations of the compute definition (a multiply-add counts 2)."""
+    total = 0.0
+    for op in topo_order(output_ops(outputs)):
+        if not isinstance(op, ComputeOp):
+            continue
+        points = 1.0
+        for iv in list(op.axis) + list(op.reduce_axis):
+            ext = iv.dom.extent
+            points *= float(ext.value) if isinstance(ext, E.Const) else 1.0
+        count = 0
+
+        def visit(x):
+            nonlocal count
+            if isinstance(x, E.Binary) and x.op in E.ARITH_OPS:
+                count += 1
+            elif isinstance(x, E.Call) and not x.extern:
+                count += 1
+            elif isinstance(x, E.Reduce):
+                count += 1
+        for b in op.body[:1]:
+            E.pre_order(b, visit)
+        total += points * max(count, 1)
+    return total
+
+
+def random_inputs(args: list, seed: int = 0) -> list:
+    """Non-zero random inputs for the placeholders among `args`."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    out = []
+    for a in args:
+        if not isinstance(a.op, PlaceholderOp):
+            continue
+        shape = tuple(int(d.value) for d in a.shape)
+        kind = np.dtype(a.dtype).kind
+        if kind == "f":
+            sign = rng.choice(np.array([-1.0, 1.0]), size=shape)
+            out.append((sign * rng.uniform(0.5, 1.5, size=shape)).astype(a.dtype))
+        else:
+            out.append(rng.integers(1, 10, size=shape).astype(a.dtype))
+    return out
+
+
+@dataclass
+class Trial:
+    config: dict
+    result: R.MeasureResult
+
+
+@dataclass
+class TuneResult:
+    """What te.autotune returns: the best config and time, the history, and rebuilders."""
+    task: object
+    target: str
+    flops: float
+    history: list = field(default_factory=list)     # Trial, in measurement order
+    log: str | None = None
+
+    @property
+    def best(self):
+        ok = [t for t in self.history if t.result.ok]
+        return min(ok, key=lambda t: t.result.median) if ok else None
+
+    @property
+    def best_config(self) -> ConfigEntity | None:
+        b = self.best
+        return None if b is None else ConfigEntity.from_json_dict(self.task.space, b.config)
+
+    @property
+    def best_time(self) -> float:
+        b = self.best
+        return math.inf if b is None else b.result.median
+
+    @property
+    def best_gflops(self) -> float:
+        return self.flops / self.best_time / 1e9 if math.isfinite(self.best_time) else 0.0
+
+    @property
+    def errors(self) -> dict:
+        out: dict = {}
+        for t in self.history:
+            if t.result.error:
+                out[t.result.error] = out.get(t.result.error, 0) + 1
+        return out
+
+    def schedule(self):
+        """(schedule, args) of the best config (the default config if none succeeded)."""
+        cfg = self.best_config or self.task.space.default()
+        return self.task.instantiate(cfg)
+
+    def build(self):
+        s, args = self.schedule()
+        return build(s, args, target=self.target)
+
+    def __repr__(self):
+        return (f"TuneResult({self.task.name}: {len(self.history)} trials, best "
+                f"{self.best_time * 1e3:.3f} ms = {self.best_gflops:.1f} GFLOP/s, "
+                f"errors {self.errors})")
+
+
+def _compile_job(task, cfg, parallel: bool):
+    """(Job, None) or (None, MeasureResult with the error) for one config."""
+    try:
+        s, args = task.instantiate(cfg)
+    except ScheduleError as err:
+        return None, R.MeasureResult(error=R.INSTANTIATION_ERROR, msg=str(err))
+    try:
+        func = lower(s, args, name="main")
+        ll = codegen_llvm(func, parallel=parallel)
+        sig = signature_of(func).to_json()
+    except Exception as err:  # noqa: BLE001 - a lowering bug fails one trial, not the run
+        return None, R.MeasureResult(error=R.LOWER_ERROR, msg=f"{type(err).__name__}: {err}")
+    return Job(ll, sig, cfg.to_json_dict() if cfg is not None else {}), None
+
+
+def featurizer(task):
+    def featurize(cfg):
+        try:
+            s, args = task.instantiate(cfg)
+            return F.extract(F.lower_for_features(s, args))
+        except Exception:  # noqa: BLE001 - an unbuildable candidate ranks last
+            return None
+    return featurize
+
+
+def make_tuner(name: str, space, task, seed):
+    from . import search
+    if name not in search.TUNERS:
+        raise ArgumentError(f"te.autotune: tuner must be one of "
+                            f"{', '.join(search.TUNERS)}, got {name!r}")
+    if name == "xgb":
+        return search.XGBTuner(space, featurizer(task), seed=seed)
+    return search.TUNERS[name](space, seed=seed)
+
+
+class _Progress:
+    def __init__(self, verbose: int, total: int, flops: float):
+        self.verbose, self.total, self.flops = verbose, total, flops
+        self.start = time.time()
+
+    def show(self, result: TuneResult, new: int, final: bool = False) -> None:
+        if not self.verbose:
+            return
+        dt = max(time.time() - self.start, 1e-9)
+        errs = sum(result.errors.values())
+        line = (f"\r[te.autotune {result.task.name}] {len(result.history)}/{self.total} "
+                f"trials  best {result.best_gflops:.2f} GFLOP/s  {new / dt:.2f} trials/s  "
+                f"errors {errs}")
+        sys.stderr.write(line + ("\n" if final else ""))
+        sys.stderr.flush()
+
+
+def tune(task, trials: int = 500, target: str = "llvm", log: str | None = None,
+         tuner: str = "xgb", timeout: float | None = None, seed: int | None = None,
+         early_stopping: int | None = None, verbose: int = 1,
+         measure_option: MeasureOptions | None = None, batch_size: int = 16) -> TuneResult:
+    """Run the tuning loop on `task`; see te.autotune for the parameters."""
+    if not isinstance(trials, int) or trials < 1:
+        raise ArgumentError(f"te.autotune: trials must be a positive int, got {trials!r}")
+    start = time.time()
+    space = task.space
+    version = package_version()
+    result = TuneResult(task, target, estimate_flops(task.outputs), log=log)
+    tuner_obj = make_tuner(tuner, space, task, seed)
+    _resume(result, tuner_obj, task, log, target, version)
+    progress = _Progress(verbose, trials, result.flops)
+    parallel = runtime.parallel_available()
+    best_at = len(result.history)
+    best_time = result.best_time
+    new = 0
+    with LocalRunner(measure_option) as runner:
+        s, args = task.reference()
+        ref_job, err = _compile_job(_Fixed(s, args), None, parallel)
+        if err is not None:
+            raise TEError(f"te.autotune: the unscheduled reference does not build: {err.msg}")
+        outs = [(tuple(int(d.value) for d in a.shape), a.dtype) for a in args
+                if not isinstance(a.op, PlaceholderOp)]
+        ref = runner.set_task(random_inputs(args, seed or 0), outs, ref_job)
+        if not ref.ok and ref.error != R.WRONG_ANSWER:
+            raise TEError(f"te.autotune: the reference run failed ({ref.error}): {ref.msg}")
+        while len(result.history) < trials and tuner_obj.has_next():
+            if timeout is not None and time.time() - start >= timeout:
+                break
+            if early_stopping is not None and len(result.history) - best_at >= early_stopping:
+                break
+            batch = tuner_obj.next_batch(min(batch_size, trials - len(result.history)))
+            if not batch:
+                break
+            res = _measure_batch(runner, task, batch, parallel)
+            for cfg, r in zip(batch, res):
+                trial = Trial(cfg.to_json_dict(), r)
+                result.history.append(trial)
+                if log:
+                    R.append_record(log, R.Record(task.key, target, version, trial.config, r,
+                                                  result.flops))
+                if r.ok and r.median < best_time:
+                    best_time, best_at = r.median, len(result.history)
+            tuner_obj.update(batch, res)
+            new += len(batch)
+            progress.show(result, new)
+    progress.show(result, new, final=True)
+    return result
+
+
+class _Fixed:
+    """A task-like wrapper that always gives one schedule (the reference)."""
+
+    def __init__(self, s, args):
+        self.s, self.args = s, args
+
+    def instantiate(self, cfg):
+        return self.s, self.args
+
+
+def _measure_batch(runner, task, batch: list, parallel: bool) -> list:
+    results: list = [None] * len(batch)
+    jobs, where = [], []
+    for k, cfg in enumerate(batch):
+        job, err = _compile_job(task, cfg, parallel)
+        if err is not None:
+            results[k] = err
+        else:
+            jobs.append(job)
+            where.append(k)
+    for k, r in zip(where, runner.run(jobs) if jobs else []):
+        results[k] = r
+    return results
+
+
+def _resume(result: TuneResult, tuner_obj, task, log, target: str, version: str) -> None:
+    if not log:
+        return
+    configs, res = [], []
+    for rec in R.load_records(log)[0]:
+        if rec.workload != task.key or rec.target != target or rec.version != version:
+            continue
+        try:
+            cfg = ConfigEntity.from_json_dict(task.space, rec.config)
+        except ScheduleError:
+            continue
+        if cfg.index in tuner_obj.visited:
+            continue
+        tuner_obj.visited.add(cfg.index)
+        configs.append(cfg)
+        res.append(rec.result)
+        result.history.append(Trial(rec.config, rec.result))
+    if configs:
+        tuner_obj.update(configs, res)

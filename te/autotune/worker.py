@@ -1,0 +1,119 @@
+"""The measurement worker: `python -m te.autotune.worker`, one JSON request per stdin line.
+
+Takes {task, ll, sig, config, make_ref, opts}; compiles the LLVM IR, runs the kernel on the
+task's inputs, compares with the reference outputs (or saves them, for make_ref), times
+it, and answers one JSON line {costs, error, msg, compile_s} on the original stdout (which
+is moved aside so that stray prints cannot corrupt the protocol). A segfault kills only
+this process. Imports runtime and numpy (te is loaded only as the package it lives in).
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import time
+
+
+def _load_hook(spec: str):
+    where, name = spec.rsplit(":", 1)
+    if where.endswith(".py"):
+        mod_spec = importlib.util.spec_from_file_location("_te_autotune_hook", where)
+        mod = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(mod)
+    else:
+        mod = importlib.import_module(where)
+    return getattr(mod, name)
+
+
+class _Task:
+    def __init__(self, task: dict):
+        import numpy as np
+        self.dir = task["dir"]
+        self.inputs = [np.load(os.path.join(self.dir, f"in{k}.npy"), allow_pickle=False)
+                       for k in range(task["n_in"])]
+        self.out_specs = [(tuple(shape), dtype) for shape, dtype in task["outputs"]]
+        self.refs = None
+
+    def fresh_outputs(self) -> list:
+        import numpy as np
+        outs = []
+        for shape, dtype in self.out_specs:
+            fill = np.nan if np.dtype(dtype).kind == "f" else 0
+            outs.append(np.full(shape, fill, dtype=dtype))
+        return outs
+
+    def load_refs(self) -> list:
+        import numpy as np
+        if self.refs is None:
+            self.refs = [np.load(os.path.join(self.dir, f"ref{k}.npy"), allow_pickle=False)
+                         for k in range(len(self.out_specs))]
+        return self.refs
+
+
+def measure(req: dict, tasks: dict, hooks: dict) -> dict:
+    import numpy as np
+    import runtime
+    opts = req["opts"]
+    key = req["task"]["dir"]
+    if key not in tasks:
+        tasks[key] = _Task(req["task"])
+    task = tasks[key]
+    if opts.get("hook"):
+        if opts["hook"] not in hooks:
+            hooks[opts["hook"]] = _load_hook(opts["hook"])
+        hooks[opts["hook"]](req["config"])
+    t0 = time.perf_counter()
+    try:
+        sig = runtime.KernelSignature.from_json(req["sig"])
+        lib = runtime.compile_llvm(req["ll"])
+        mod = runtime.Module(lib, sig)
+    except Exception as err:  # noqa: BLE001 - any failure is this candidate's failure
+        return {"error": "compile_error", "msg": f"{type(err).__name__}: {err}"}
+    compile_s = time.perf_counter() - t0
+    outs = task.fresh_outputs()
+    try:
+        mod(*task.inputs, *outs)
+    except Exception as err:  # noqa: BLE001
+        return {"error": "runtime_error", "msg": f"{type(err).__name__}: {err}",
+                "compile_s": compile_s}
+    if req.get("make_ref"):
+        for k, arr in enumerate(outs):
+            np.save(os.path.join(task.dir, f"ref{k}.npy"), arr, allow_pickle=False)
+    elif opts.get("check", True):
+        for k, (got, want) in enumerate(zip(outs, task.load_refs())):
+            if not np.allclose(got, want, rtol=opts["rtol"], atol=opts["atol"], equal_nan=True):
+                bad = int(np.sum(~np.isclose(got, want, rtol=opts["rtol"], atol=opts["atol"],
+                                             equal_nan=True)))
+                return {"error": "wrong_answer", "compile_s": compile_s,
+                        "msg": f"output {k}: {bad} of {got.size} elements differ from the "
+                               f"reference"}
+    res = mod.time_evaluator(number=opts["number"], repeat=opts["repeat"],
+                             min_repeat_ms=opts["min_repeat_ms"])(*task.inputs, *outs)
+    return {"costs": list(res.results), "error": None, "compile_s": compile_s}
+
+
+def main() -> int:
+    proto = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # anything else printed (Python or native) goes to the log, not the pipe
+    sys.stdout = sys.stderr
+    proto.write(json.dumps({"ready": True}) + "\n")
+    proto.flush()
+    tasks: dict = {}
+    hooks: dict = {}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        try:
+            reply = measure(req, tasks, hooks)
+        except Exception as err:  # noqa: BLE001 - report, never die on a Python error
+            reply = {"error": "runtime_error", "msg": f"{type(err).__name__}: {err}"}
+        proto.write(json.dumps(reply) + "\n")
+        proto.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
