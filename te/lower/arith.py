@@ -51,22 +51,24 @@ class Linear:
                       self.const * c)
 
     def to_expr(self) -> Expr:
+        """Positive terms first, then the constant, then subtracted negative terms."""
+        d = self.dtype
+        pos = [(a, c) for a, c in self.terms.values() if c > 0]
+        neg = [(a, -c) for a, c in self.terms.values() if c < 0]
+
+        def term(atom, c):
+            return atom if c == 1 else Binary(d, "mul", atom, Const(d, c))
         out = None
-        for atom, c in self.terms.values():
-            if c == 1:
-                term = atom
-            elif c == -1 and out is not None:
-                out = Binary(self.dtype, "sub", out, atom)
-                continue
-            else:
-                term = Binary(self.dtype, "mul", atom, Const(self.dtype, c))
-            out = term if out is None else Binary(self.dtype, "add", out, term)
+        for atom, c in pos:
+            out = term(atom, c) if out is None else Binary(d, "add", out, term(atom, c))
         if out is None:
-            return Const(self.dtype, self.const)
-        if self.const > 0:
-            return Binary(self.dtype, "add", out, Const(self.dtype, self.const))
-        if self.const < 0:
-            return Binary(self.dtype, "sub", out, Const(self.dtype, -self.const))
+            out = Const(d, self.const) if (self.const != 0 or not neg) else None
+        elif self.const > 0:
+            out = Binary(d, "add", out, Const(d, self.const))
+        elif self.const < 0:
+            neg.append((Const(d, -self.const), 1))
+        for atom, c in neg:
+            out = Binary(d, "sub", Const(d, 0) if out is None else out, term(atom, c))
         return out
 
 
@@ -190,7 +192,9 @@ class Analyzer:
         if op in ("floordiv", "floormod") and isinstance(b, Const) and b.value > 0:
             return self._divmod(op, a, int(b.value), e.dtype)
         if op in ("min", "max"):
-            diff = self.const_bound(self.linear(a).add(self.linear(b), -1).to_expr())
+            diff = self._floordiv_order(a, b)
+            if diff is None:
+                diff = self.const_bound(self.linear(a).add(self.linear(b), -1).to_expr())
             if diff[1] is not None and diff[1] <= 0:
                 return a if op == "min" else b
             if diff[0] is not None and diff[0] >= 0:
@@ -203,12 +207,23 @@ class Analyzer:
                 return E.const(verdict)
         return e
 
+    def _floordiv_order(self, a: Expr, b: Expr):
+        """floordiv(x, c) vs floordiv(x + d, c): ordered like d (a monotone function)."""
+        if not (isinstance(a, Binary) and isinstance(b, Binary) and a.op == b.op == "floordiv"
+                and isinstance(a.b, Const) and isinstance(b.b, Const)
+                and a.b.value == b.b.value and a.b.value > 0):
+            return None
+        d = self.linear(a.a).add(self.linear(b.a), -1)
+        if d.terms:
+            return None
+        return (0, None) if d.const >= 0 else (None, 0)
+
     def _divmod(self, op: str, a: Expr, c: int, dtype: str) -> Expr:
         if c == 1:
             return a if op == "floordiv" else Const(dtype, 0)
         lin = self.linear(a)
         whole = Linear(dtype, {k: [t, v // c] for k, (t, v) in lin.terms.items() if v % c == 0},
-                       lin.const - lin.const % c)
+                       lin.const // c)
         rest = Linear(dtype, {k: [t, v] for k, (t, v) in lin.terms.items() if v % c != 0},
                       lin.const % c)
         lo, hi = self.const_bound(rest.to_expr())

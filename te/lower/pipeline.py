@@ -16,18 +16,32 @@ from ..errors import LoweringError
 from ..schedule.schedule import INLINE, SCOPE, Schedule
 from . import ir
 from .build_loops import schedule_to_stmt
+from .passes.loop_partition import partition_loops
 from .passes.simplify import simplify_stmt
 from .passes.storage_flatten import storage_flatten
 from .passes.unroll import unroll_loops
 from .passes.vectorize import vectorize_loops
 from .verify import verify_func
 
-# The passes that run on the flattened IR, in order.
+
+def _sizes(func: ir.PrimFunc) -> dict:
+    """Size variables are never negative: tell the simplifier so."""
+    return {v: (0, None) for v in func.scalar_params}
+
+
+# The passes that run on the flattened IR, in order; each takes and gives a PrimFunc body.
 PASSES = (
-    ("simplify", simplify_stmt),     # fold constants, drop guards the loop ranges prove
-    ("vectorize", vectorize_loops),  # vectorized loops -> Ramp/Broadcast vector code
-    ("unroll", unroll_loops),        # small unrolled loops -> straight-line copies
-    ("simplify_after", simplify_stmt),  # fold what vectorize and unroll exposed
+    # fold constants, drop guards that the loop ranges prove
+    ("simplify", lambda f: simplify_stmt(f.body, _sizes(f))),
+    # split loops so the main part of a non-dividing split has no tail guard
+    ("loop_partition", lambda f: partition_loops(f.body)),
+    ("simplify_partitioned", lambda f: simplify_stmt(f.body, _sizes(f))),
+    # vectorized loops -> Ramp/Broadcast vector code (unvectorizable bodies stay serial)
+    ("vectorize", lambda f: vectorize_loops(f.body)),
+    # small unrolled loops -> straight-line copies
+    ("unroll", lambda f: unroll_loops(f.body)),
+    # fold what vectorize and unroll exposed
+    ("simplify_final", lambda f: simplify_stmt(f.body, _sizes(f))),
 )
 
 
@@ -49,8 +63,7 @@ def lower(sch: Schedule, args: list, name: str = "main", dump_after: str | None 
     verify_func(func, "storage_flatten")
     _dump(func, "storage_flatten", dump_after)
     for pass_name, fn in PASSES:
-        func = ir.PrimFunc(func.name, func.params, func.scalar_params, fn(func.body),
-                           func.attrs)
+        func = ir.PrimFunc(func.name, func.params, func.scalar_params, fn(func), func.attrs)
         verify_func(func, pass_name)
         _dump(func, pass_name, dump_after)
     return func

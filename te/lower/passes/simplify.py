@@ -17,8 +17,8 @@ from ..visitor import Mutator
 
 
 class _Simplify(Mutator):
-    def __init__(self):
-        self.ana = Analyzer()
+    def __init__(self, ranges: dict | None):
+        self.ana = Analyzer(ranges)
 
     def visit_expr(self, e: E.Expr) -> E.Expr:
         e = self.generic_expr(e)
@@ -72,5 +72,6 @@ def _substitute_stmt(s: ir.Stmt, vmap: dict) -> ir.Stmt:
     return _Sub().visit_stmt(s)
 
 
-def simplify_stmt(s: ir.Stmt) -> ir.Stmt:
-    return _Simplify().visit_stmt(s)
+def simplify_stmt(s: ir.Stmt, ranges: dict | None = None) -> ir.Stmt:
+    """Simplify s; `ranges` gives known (lo, hi) bounds of free variables (sizes >= 0)."""
+    return _Simplify(ranges).visit_stmt(s)

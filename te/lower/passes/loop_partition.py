@@ -1,0 +1,120 @@
+"""loop_partition: split a loop so its main part runs without tail guards.
+
+Takes a flattened Stmt, gives an equivalent one where a loop `v` whose body is guarded by
+`c*v + rest < 0` (c > 0; the guard a non-dividing split leaves behind) becomes two loops:
+a main loop over the values of v where the guard holds for every value of the inner loop
+variables (the guard is dropped there, so the body can be vectorized), and a tail loop
+that keeps it. Vectorized, unrolled and thread-bound loops are left whole; tails are not
+partitioned again, so code grows at most by one copy per guarded loop level.
+Imports te.compute.expr, ir, visitor, arith.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ...compute import expr as E
+from ...compute.expr import Binary, Const, Var
+from .. import ir
+from ..arith import Analyzer, interval, key
+from ..visitor import Mutator, stmt_children
+
+_PARTITIONABLE = (ir.SERIAL, ir.PARALLEL)
+
+
+def _conjuncts(cond: E.Expr) -> list:
+    if isinstance(cond, Binary) and cond.op == "and":
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _guards_and_ranges(s: ir.Stmt, guards: list, ranges: dict, unsafe: set) -> None:
+    """Collect If conjuncts and the ranges of loop vars below s (let vars are unsafe)."""
+    if isinstance(s, ir.IfThenElse):
+        guards.extend(_conjuncts(s.cond))
+    if isinstance(s, ir.For):
+        hi = s.min + s.extent - 1
+        old = ranges.get(s.loop_var)
+        if old is not None and not (E.structural_equal(old[0], s.min)
+                                    and E.structural_equal(old[1], hi)):
+            unsafe.add(s.loop_var)  # one var reused by loops of different bounds
+        ranges[s.loop_var] = (s.min, hi)
+    if isinstance(s, ir.LetStmt):
+        unsafe.add(s.var)
+    for child in stmt_children(s)[1]:
+        _guards_and_ranges(child, guards, ranges, unsafe)
+
+
+def _upper_limit(cond: E.Expr, var: Var, ranges: dict, unsafe: set, ana: Analyzer):
+    """For a guard `c*var + rest < 0` (c > 0): the first value of var where it may fail."""
+    if not isinstance(cond, Binary) or cond.op not in ("lt", "le") or \
+            not E.dt.is_integral(cond.a.dtype) or E.dt.lanes(cond.a.dtype) != 1:
+        return None
+    diff = cond.a - cond.b if cond.op == "lt" else cond.a - cond.b - 1
+    lin = ana.linear(diff)
+    coeff = next((c for atom, c in lin.terms.values() if atom is var), None)
+    if coeff is None or coeff <= 0:
+        return None
+    others = [atom for atom, _ in lin.terms.values() if atom is not var]
+    if any(var in E.free_vars(atom) for atom in others):
+        return None
+    rest = ana.simplify(diff - var * coeff)
+    if any(v in unsafe for v in E.free_vars(rest)):
+        return None
+    itv = interval(rest, ranges, ana)
+    if itv is None:
+        return None
+    # c*v + rest_hi < 0  <=>  v < ceil(-rest_hi / c)
+    return ana.simplify(E.binary("floordiv", coeff - 1 - itv[1], coeff))
+
+
+class _Partition(Mutator):
+    def __init__(self):
+        self.ana = Analyzer()
+
+    def visit_expr(self, e):
+        return e
+
+    def visit_For(self, s: ir.For) -> ir.Stmt:
+        if s.kind not in _PARTITIONABLE:
+            return self.generic_stmt(s)
+        guards, ranges, unsafe = [], {}, set()
+        _guards_and_ranges(s.body, guards, ranges, unsafe)
+        limits, removable = [], {}
+        for g in guards:
+            lim = _upper_limit(g, s.loop_var, ranges, unsafe, self.ana)
+            if lim is not None:
+                limits.append(lim)
+                removable[key(g)] = g
+        if not limits:
+            return self.generic_stmt(s)
+        end = self.ana.simplify(s.min + s.extent)
+        split = limits[0]
+        for lim in limits[1:]:
+            split = E.binary("min", split, lim)
+        split = self.ana.simplify(E.binary("min", E.binary("max", split, s.min), end))
+        main_body = self.visit_stmt(_drop_guards(s.body, set(removable)))
+        main = dataclasses.replace(s, extent=self.ana.simplify(split - s.min), body=main_body)
+        tail = dataclasses.replace(s, min=split, extent=self.ana.simplify(end - split))
+        return ir.seq(main, tail)
+
+
+def _drop_guards(s: ir.Stmt, keys: set) -> ir.Stmt:
+    class _Drop(Mutator):
+        def visit_expr(self, e):
+            return e
+
+        def visit_IfThenElse(self, node: ir.IfThenElse) -> ir.Stmt:
+            kept = [c for c in _conjuncts(node.cond) if key(c) not in keys]
+            then_case = self.visit_stmt(node.then_case)
+            else_case = None if node.else_case is None else self.visit_stmt(node.else_case)
+            if not kept:
+                return then_case
+            cond = kept[0]
+            for c in kept[1:]:
+                cond = E.logical("and", cond, c)
+            return ir.IfThenElse(cond, then_case, else_case)
+    return _Drop().visit_stmt(s)
+
+
+def partition_loops(s: ir.Stmt) -> ir.Stmt:
+    return _Partition().visit_stmt(s)
