@@ -20,28 +20,38 @@ I32 = ir.IntType(32)
 
 
 def free_vars(s: tir.Stmt) -> list:
-    """Vars a statement reads (buffer data pointers included), in first-use order."""
+    """Vars a statement reads (buffer data pointers included) but does not bind itself, in
+    first-use order. A loop var, let var or allocation bound inside is not free, even when
+    the same Var object is also bound outside (partitioned loops reuse their variables)."""
     seen: dict = {}
 
-    def visit_expr(e):
-        if isinstance(e, E.Var):
-            seen.setdefault(e, None)
-        elif isinstance(e, tir.Load):
-            seen.setdefault(e.buffer.data, None)
+    def use(v, bound: frozenset):
+        if v not in bound:
+            seen.setdefault(v, None)
 
-    def visit(node):
-        if isinstance(node, (tir.Store, tir.Allocate)):
-            seen.setdefault(node.buffer.data, None)
-        if isinstance(node, tir.LetStmt):
-            seen.setdefault(node.var, None)
-        if isinstance(node, tir.For):
-            seen.setdefault(node.loop_var, None)
+    def visit_expr(e, bound: frozenset):
+        def one(node):
+            if isinstance(node, E.Var):
+                use(node, bound)
+            elif isinstance(node, tir.Load):
+                use(node.buffer.data, bound)
+        E.pre_order(e, one)
+
+    def visit(node, bound: frozenset):
+        if isinstance(node, tir.Store):
+            use(node.buffer.data, bound)
         ex, st = stmt_children(node)
         for x in ex:
-            E.pre_order(x, visit_expr)
+            visit_expr(x, bound)
+        if isinstance(node, tir.LetStmt):
+            bound = bound | {node.var}
+        elif isinstance(node, tir.For):
+            bound = bound | {node.loop_var}
+        elif isinstance(node, tir.Allocate):
+            bound = bound | {node.buffer.data}
         for x in st:
-            visit(x)
-    visit(s)
+            visit(x, bound)
+    visit(s, frozenset())
     return list(seen)
 
 
