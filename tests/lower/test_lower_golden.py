@@ -1,7 +1,8 @@
 """Golden te.lower text for small schedules: the printed loop IR is a stable, public form.
 
-Pins the exact strings for a non-dividing split, a vectorized split (with and without a
-tail) and a reduction computed at its consumer's outer loop. Imports te only.
+Pins the exact strings for a non-dividing split (a guard-free main loop and a guarded
+tail), a vectorized split (with and without a tail) and a reduction computed at its
+consumer's outer loop. Imports te only.
 """
 import textwrap
 
@@ -22,14 +23,17 @@ def _add_one(n, vector_factor=None):
     return str(te.lower(s, [A, B]))
 
 
-def test_golden_split_non_dividing():
+def test_golden_split_non_dividing_partitions_the_tail():
     assert _add_one(10) == _golden("""
         @main(A: float32[10], B: float32[10]) {
-          for (i.outer, 0, 3) {
+          for (i.outer, 0, 2) {
             for (i.inner, 0, 4) {
-              if (((i.outer*4) + i.inner) < 10) {
-                B[(i.outer*4) + i.inner] = (A[(i.outer*4) + i.inner]*2f) + 1f
-              }
+              B[(i.outer*4) + i.inner] = (A[(i.outer*4) + i.inner]*2f) + 1f
+            }
+          }
+          for (i.inner, 0, 4) {
+            if ((i.inner + 8) < 10) {
+              B[i.inner + 8] = (A[i.inner + 8]*2f) + 1f
             }
           }
         }
@@ -46,15 +50,16 @@ def test_golden_vectorize_dividing():
         """)
 
 
-def test_golden_vectorize_with_tail_keeps_a_hinted_loop():
+def test_golden_vectorize_with_tail_vector_body_scalar_tail():
     assert _add_one(10, vector_factor=4) == _golden("""
         @main(A: float32[10], B: float32[10]) {
-          for (i.outer, 0, 3) {
-            // pragma vectorize_hint = 1
-            for (i.inner, 0, 4) {
-              if (((i.outer*4) + i.inner) < 10) {
-                B[(i.outer*4) + i.inner] = (A[(i.outer*4) + i.inner]*2f) + 1f
-              }
+          for (i.outer, 0, 2) {
+            B[ramp(i.outer*4, 1, 4)] = (A[ramp(i.outer*4, 1, 4)]*broadcast(2f, 4)) + broadcast(1f, 4)
+          }
+          // pragma vectorize_hint = 1
+          for (i.inner, 0, 4) {
+            if ((i.inner + 8) < 10) {
+              B[i.inner + 8] = (A[i.inner + 8]*2f) + 1f
             }
           }
         }

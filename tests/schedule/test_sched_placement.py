@@ -285,8 +285,8 @@ def test_storage_align_attached():
 
 
 def test_pragma_printed():
-    A = te.placeholder((N,), name="A")
-    B = te.compute((N,), lambda i: A[i] * 2.0, name="B")
+    A = te.placeholder((32,), name="A")
+    B = te.compute((32,), lambda i: A[i] * 2.0, name="B")
     s = te.create_schedule(B.op)
     xo, xi = s[B].split(B.op.axis[0], 8)
     s[B].pragma(xo, "auto_unroll_max_step", 16)
