@@ -24,6 +24,7 @@ from .space import apply_split
 from .workload import output_ops
 
 MAX_TILE = 64
+MAX_UNROLL = 256
 ORDERS = ("ko_m_ki_i", "m_ko_ki_i", "ko_ki_m_i")
 
 
@@ -67,6 +68,9 @@ def auto_schedule(cfg, outputs, args=None):
     out_ops = output_ops(outputs)
     args = list(args) if args is not None else default_args(outputs)
     ops = [op for op in topo_order(out_ops) if isinstance(op, ComputeOp)]
+    for op in ops:
+        for iv in list(op.axis) + list(op.reduce_axis):
+            static_extent(iv)
     prefix = _knob_prefix(ops)
     cons = _consumers(ops)
     s = create_schedule(out_ops)
@@ -233,9 +237,13 @@ def _order_and_annotate(cfg, st, reduce: list, ktile, outer: list, mids: list, i
     if cfg[pfx + ".vec"].val and _const_extent(ins[-1]) > 1:
         st.vectorize(ins[-1])
     unroll = cfg[pfx + ".unroll"].val
-    if unroll == "ki" and _const_extent(ki) > 1:
+    # Unrolling multiplies code size: only a loop right above the inner tile, and only
+    # when the unrolled body stays small (LLVM time grows fast with it).
+    below = math.prod(_const_extent(iv) for iv in ins[:-1]) * \
+        (1 if cfg[pfx + ".vec"].val else _const_extent(ins[-1]))
+    if unroll == "ki" and order != "ko_ki_m_i" and 1 < _const_extent(ki) * below <= MAX_UNROLL:
         st.unroll(ki)
-    elif unroll == "m" and len(ins) >= 2 and _const_extent(ins[-2]) > 1:
+    elif unroll == "m" and len(ins) >= 2 and 1 < _const_extent(ins[-2]) <= MAX_UNROLL:
         st.unroll(ins[-2])
 
 

@@ -1,0 +1,79 @@
+"""Measurement in worker processes: a candidate that aborts, segfaults, hangs or computes the
+wrong answer is a failed trial with its error kind, and tuning goes on; plus one small real
+end-to-end tuning run with a log, resume and apply_history_best."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+import te
+from te.autotune import records as R
+from te.autotune.measure import MeasureOptions
+from te.compute import ops
+
+HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_hooks.py") + ":misbehave"
+FAST = dict(number=1, repeat=2, min_repeat_ms=0)
+
+
+@te.autotune.template("test_misbehaving")
+def misbehaving(n):
+    cfg = te.autotune.get_config()
+    cfg.define_knob("mode", ["ok", "abort", "segfault", "hang", "wrong", "ok_vec"])
+    A = te.placeholder((n,), name="A")
+    scale = 3.0 if cfg["mode"].val == "wrong" else 2.0
+    B = te.compute((n,), lambda i: A[i] * scale, name="B")
+    s = te.create_schedule(B.op)
+    if cfg["mode"].val == "ok_vec":
+        _, inner = s[B].split(B.op.axis[0], factor=4)
+        s[B].vectorize(inner)
+    return s, [A, B]
+
+
+def test_crashes_hangs_and_wrong_answers_are_failed_trials():
+    opts = MeasureOptions(timeout=4.0, hook=HOOK, **FAST)
+    res = te.autotune(misbehaving, args=(64,), trials=6, tuner="grid", verbose=0,
+                      measure_option=opts)
+    kinds = {t.config["knobs"]["mode"]: t.result.error for t in res.history}
+    assert kinds == {"ok": None, "abort": R.CRASH, "segfault": R.CRASH, "hang": R.TIMEOUT,
+                     "wrong": R.WRONG_ANSWER, "ok_vec": None}
+    assert res.best is not None and res.best.config["knobs"]["mode"] in ("ok", "ok_vec")
+    assert res.errors == {R.CRASH: 2, R.TIMEOUT: 1, R.WRONG_ANSWER: 1}
+
+
+def test_end_to_end_matmul_tuning_resume_and_apply_history_best(tmp_path, capsys):
+    log = str(tmp_path / "mm.jsonl")
+    A = te.placeholder((64, 64), name="A")
+    B = te.placeholder((64, 64), name="B")
+    C = ops.matmul(A, B)
+    opts = MeasureOptions(**FAST)
+    res = te.autotune(C, trials=6, tuner="xgb", seed=0, log=log, verbose=1,
+                      measure_option=opts, batch_size=3)
+    assert len(res.history) == 6 and res.best is not None
+    assert "GFLOP/s" in capsys.readouterr().err
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0.5, 1.5, (64, 64)).astype("float32")
+    b = rng.uniform(0.5, 1.5, (64, 64)).astype("float32")
+    c = np.zeros((64, 64), "float32")
+    res.build()(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4)
+    # resume: the 6 logged trials count, only 3 new ones run
+    again = te.autotune(C, trials=9, tuner="random", seed=1, log=log, verbose=0,
+                        measure_option=opts, batch_size=3)
+    assert len(again.history) == 9
+    recs, skipped = R.load_records(log)
+    assert len(recs) == 9 and skipped == 0
+    assert len({str(r.config) for r in recs}) == 9
+    # rebuild from the log alone, in a fresh graph
+    A2 = te.placeholder((64, 64), name="A")
+    B2 = te.placeholder((64, 64), name="B")
+    C2 = ops.matmul(A2, B2)
+    with te.autotune.apply_history_best(log):
+        s, args = te.autotune.auto_schedule(C2)
+    assert s.to_json() == again.schedule()[0].to_json()
+    c[:] = 0
+    te.build(s, args)(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4)
+    capsys.readouterr()
+    te.autotune(C, trials=9, log=log, verbose=0, measure_option=opts)
+    assert capsys.readouterr().err == ""

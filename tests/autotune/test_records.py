@@ -1,0 +1,87 @@
+"""Records: JSON-lines round trip, a truncated last line, concurrent appenders, no pickle."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from te.autotune import records as R
+
+
+def _rec(k: int, ok: bool = True) -> R.Record:
+    res = R.MeasureResult(costs=(1e-3 * (k + 1),)) if ok else \
+        R.MeasureResult(error=R.CRASH, msg="worker died with exit code -11")
+    return R.Record("graph:abc", "llvm", "0.1.0", {"knobs": {"t": [-1, k]}}, res, 2e6)
+
+
+def test_round_trip(tmp_path):
+    log = str(tmp_path / "r.jsonl")
+    for k in range(3):
+        R.append_record(log, _rec(k))
+    R.append_record(log, _rec(9, ok=False))
+    recs, skipped = R.load_records(log)
+    assert skipped == 0 and len(recs) == 4
+    assert recs[1].config == {"knobs": {"t": [-1, 1]}}
+    assert recs[3].result.error == R.CRASH and not recs[3].result.ok
+    line = json.loads(open(log).readline())
+    assert line["v"] == R.RECORD_VERSION and line["workload"] == "graph:abc"
+    best = R.best_records(log)
+    assert best["graph:abc"].config == {"knobs": {"t": [-1, 0]}}
+
+
+def test_truncated_last_line_is_skipped_and_next_append_is_safe(tmp_path):
+    log = str(tmp_path / "r.jsonl")
+    for k in range(3):
+        R.append_record(log, _rec(k))
+    with open(log, "ab") as fh:           # a writer died half way through a line
+        fh.write(_rec(7).to_line().encode()[:25])
+    recs, skipped = R.load_records(log)
+    assert len(recs) == 3 and skipped == 1
+    R.append_record(log, _rec(4))
+    recs, skipped = R.load_records(log)
+    assert [r.config["knobs"]["t"][1] for r in recs] == [0, 1, 2, 4] and skipped == 1
+
+
+def test_unknown_version_lines_are_skipped(tmp_path):
+    log = tmp_path / "r.jsonl"
+    log.write_text(json.dumps({"v": 999, "workload": "x"}) + "\n" + _rec(1).to_line())
+    recs, skipped = R.load_records(str(log))
+    assert len(recs) == 1 and skipped == 1
+
+
+def test_missing_log_is_empty(tmp_path):
+    assert R.load_records(str(tmp_path / "nope.jsonl")) == ([], 0)
+
+
+def test_two_processes_appending_concurrently_lose_nothing(tmp_path):
+    log = str(tmp_path / "r.jsonl")
+    script = textwrap.dedent(f"""
+        import sys
+        from te.autotune import records as R
+        for k in range(300):
+            rec = R.Record("graph:w" + sys.argv[1], "llvm", "0.1.0",
+                           {{"knobs": {{"pad": "x" * 3000, "k": k}}}},
+                           R.MeasureResult(costs=(1e-3,)))
+            R.append_record({log!r}, rec)
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root)
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(w)], env=env)
+             for w in range(2)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    recs, skipped = R.load_records(log)
+    assert skipped == 0 and len(recs) == 600
+    for w in range(2):
+        ks = [r.config["knobs"]["k"] for r in recs if r.workload == f"graph:w{w}"]
+        assert ks == list(range(300))
+
+
+def test_records_are_plain_json_not_pickle(tmp_path):
+    log = str(tmp_path / "r.jsonl")
+    R.append_record(log, _rec(1))
+    raw = open(log, "rb").read()
+    assert raw.startswith(b"{") and raw.endswith(b"}\n")
+    src = open(R.__file__).read() + open(R.__file__.replace("records", "measure")).read()
+    assert "import pickle" not in src
