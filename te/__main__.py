@@ -1,4 +1,4 @@
-"""Command line: `python -m te demo`.
+"""Command line: `python -m te demo` and `python -m te tune <op>` (te/autotune/cli.py).
 
 The demo declares a matmul and a fused elementwise operator, schedules them, builds them
 for this CPU, checks them against numpy, prints the lowered IR and a table of time and
@@ -121,7 +121,11 @@ def main(argv=None) -> int:
     p_demo = sub.add_parser("demo", help="build, check and time a matmul and a fused kernel")
     p_demo.add_argument("--size", type=int, default=512, help="matmul size (default 512)")
     p_demo.add_argument("--no-ir", action="store_true", help="do not print the lowered IR")
+    from .autotune import cli as tune_cli
+    tune_cli.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "tune":
+        return tune_cli.run(args)
     if args.command == "demo":
         if args.size < 1:
             parser.error(f"--size must be a positive integer, got {args.size}")

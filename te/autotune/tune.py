@@ -211,12 +211,16 @@ class _Progress:
     def show(self, result: TuneResult, new: int, final: bool = False) -> None:
         if not self.verbose:
             return
+        if final:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            return
         dt = max(time.time() - self.start, 1e-9)
         errs = sum(result.errors.values())
         line = (f"\r[te.autotune {result.task.name}] {len(result.history)}/{self.total} "
                 f"trials  best {result.best_gflops:.2f} GFLOP/s  {new / dt:.2f} trials/s  "
                 f"errors {errs}")
-        sys.stderr.write(line + ("\n" if final else ""))
+        sys.stderr.write(line)
         sys.stderr.flush()
 
 

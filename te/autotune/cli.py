@@ -1,0 +1,66 @@
+"""`python -m te tune <op>`: tune a built-in operator, print the best schedule and a table.
+
+Takes the parsed command-line options; tunes with te.autotune (resuming from --log), prints
+the best config, its lowered loop IR, and time/GFLOP/s next to numpy (timed in this
+process, after the tuned kernel). Imports te (the package API), workloads and numpy.
+"""
+from __future__ import annotations
+
+import time
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("tune", help="tune a built-in operator and compare it with numpy")
+    p.add_argument("op", help="matmul, batch_matmul, conv2d, softmax or layernorm")
+    p.add_argument("--shape", type=int, nargs="+", default=None,
+                   help="matmul: M N K; batch_matmul: B M N K; conv2d: N C H W F KH; "
+                        "softmax/layernorm: R C")
+    p.add_argument("--trials", type=int, default=64, help="measured configs (default 64)")
+    p.add_argument("--log", default=None, help="JSON-lines log to append to and resume from")
+    p.add_argument("--tuner", default="xgb", help="xgb (default), optuna, random or grid")
+    p.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-ir", action="store_true", help="do not print the lowered IR")
+
+
+def run(args) -> int:
+    import numpy as np
+
+    import te
+    from . import workloads
+    from .tune import random_inputs
+    out, targs, flops, ref_fn = workloads.make(args.op, args.shape)
+    t0 = time.time()
+    res = te.autotune(out, args=targs, trials=args.trials, log=args.log, tuner=args.tuner,
+                      timeout=args.timeout, seed=args.seed)
+    wall = time.time() - t0
+    if res.best is None:
+        print(f"no config succeeded; errors: {res.errors}")
+        return 1
+    print(f"best config after {len(res.history)} trials ({wall:.0f} s): "
+          f"{res.best_config}")
+    s, sargs = res.schedule()
+    if not args.no_ir:
+        print(te.lower(s, sargs, name=args.op))
+    mod = te.build(s, sargs)
+    inputs = random_inputs(sargs, args.seed)
+    outs = [np.zeros([int(d.value) for d in a.shape], a.dtype) for a in sargs[len(inputs):]]
+    mod(*inputs, *outs)
+    want = ref_fn(*inputs)
+    np.testing.assert_allclose(outs[0], want, rtol=1e-3, atol=1e-3)
+    ours = mod.time_evaluator(number=3, repeat=5, min_repeat_ms=50)(*inputs, *outs).median
+    ref_fn(*inputs)
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        ref_fn(*inputs)
+        times.append(time.perf_counter() - t)
+    ref = float(np.median(times))
+    rows = [("kernel", "te ms", "numpy ms", "te GFLOP/s", "numpy GFLOP/s", "te/numpy"),
+            (args.op, f"{ours * 1e3:.3f}", f"{ref * 1e3:.3f}", f"{flops / ours / 1e9:.1f}",
+             f"{flops / ref / 1e9:.1f}", f"{ref / ours:.2f}x")]
+    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    print("the tuned kernel matches numpy")
+    return 0
