@@ -1,0 +1,113 @@
+"""Search efficiency: xgb vs random (and optuna) over 3 workloads x 3 seeds, plus the cost
+model's pairwise ranking accuracy on held-out measurements.
+
+`python benchmarks/tune_search_efficiency.py --trials 200` prints, per workload and seed,
+the trial at which each tuner first reaches 90% of its final best, and writes
+benchmarks/tune_search_efficiency.png (best-so-far GFLOP/s vs trials) when matplotlib is
+installed (imported lazily; it is not a project dependency). Target (issue 4): xgb reaches
+90% of its final best in at most half the trials random needs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+
+import te
+from te.autotune import features as F
+from te.autotune.cost_model import XGBCostModel, pairwise_accuracy
+from te.autotune.tune import AutoTask
+from te.autotune import workloads
+
+WORKLOADS = {"matmul512": ("matmul", (512, 512, 512)),
+             "batch_matmul": ("batch_matmul", (8, 128, 128, 128)),
+             "conv2d_32": ("conv2d", (1, 32, 28, 28, 32, 3))}
+
+
+def best_so_far(history, flops):
+    out, best = [], 0.0
+    for t in history:
+        if t.result.ok:
+            best = max(best, flops / t.result.median / 1e9)
+        out.append(best)
+    return out
+
+
+def trials_to_90(curve):
+    final = curve[-1] if curve else 0.0
+    for k, v in enumerate(curve):
+        if final and v >= 0.9 * final:
+            return k + 1
+    return len(curve)
+
+
+def heldout_accuracy(task, history, seed: int) -> float:
+    """Train on a random 70% of the measured configs, rank the other 30%."""
+    rows = []
+    for t in history:
+        cfg = task.space.from_json_dict(t.config)
+        s, args = task.instantiate(cfg)
+        rows.append((F.extract(F.lower_for_features(s, args)), t.result.median))
+    random.Random(seed).shuffle(rows)
+    cut = int(0.7 * len(rows))
+    model = XGBCostModel(seed=seed)
+    model.fit([r[0] for r in rows[:cut]], [r[1] for r in rows[:cut]])
+    test = rows[cut:]
+    return pairwise_accuracy(model.predict([r[0] for r in test]), [r[1] for r in test])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--trials", type=int, default=200)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--tuners", nargs="+", default=["xgb", "random", "optuna"])
+    p.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
+    a = p.parse_args()
+    here = os.path.dirname(os.path.abspath(__file__))
+    curves, summary = {}, []
+    for wname in a.workloads:
+        op, shape = WORKLOADS[wname]
+        for seed in a.seeds:
+            for tuner in a.tuners:
+                out, args, flops, _ = workloads.make(op, shape)
+                res = te.autotune(out, args=args, trials=a.trials, tuner=tuner, seed=seed,
+                                  verbose=0)
+                curve = best_so_far(res.history, flops)
+                curves[(wname, tuner, seed)] = curve
+                row = {"workload": wname, "tuner": tuner, "seed": seed,
+                       "final_gflops": round(curve[-1], 2), "trials_to_90": trials_to_90(curve),
+                       "errors": res.errors}
+                if tuner == "random":
+                    row["heldout_pairwise_acc"] = round(heldout_accuracy(AutoTask(out, args),
+                                                                         res.history, seed), 3)
+                summary.append(row)
+                print(json.dumps(row), flush=True)
+    with open(os.path.join(here, "tune_search_efficiency.json"), "w") as fh:
+        json.dump(summary, fh, indent=1)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no PNG (pip install matplotlib)")
+        return
+    fig, axes = plt.subplots(1, len(a.workloads), figsize=(5 * len(a.workloads), 4))
+    axes = axes if len(a.workloads) > 1 else [axes]
+    colors = {"xgb": "tab:blue", "random": "tab:gray", "optuna": "tab:orange"}
+    for ax, wname in zip(axes, a.workloads):
+        for (w, tuner, seed), curve in curves.items():
+            if w == wname:
+                ax.plot(range(1, len(curve) + 1), curve, color=colors.get(tuner),
+                        alpha=0.8, label=tuner if seed == a.seeds[0] else None)
+        ax.set_title(wname)
+        ax.set_xlabel("trials")
+        ax.set_ylabel("best GFLOP/s so far")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(here, "tune_search_efficiency.png"), dpi=100)
+    print("wrote benchmarks/tune_search_efficiency.png")
+
+
+if __name__ == "__main__":
+    main()
