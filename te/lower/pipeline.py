@@ -112,7 +112,7 @@ def _check_attachments(sch: Schedule) -> None:
             raise LoweringError(f"stage '{st.name}' is computed at loop "
                                 f"'{st.attach_ivar.var.name}' of '{parent.name}', which was "
                                 f"split or fused afterwards; attach to a current loop")
-        if not sch.consumes(parent, st):
+        if not sch.depends_on(parent, st):
             raise LoweringError(f"stage '{st.name}' is computed at '{parent.name}', which "
                                 f"does not read it")
 

@@ -270,7 +270,7 @@ class Stage:
         if parent is self:
             raise ScheduleError(f"compute_at on stage '{self.name}': cannot attach a stage "
                                 f"to itself")
-        if not self.schedule.consumes(parent, self):
+        if not self.schedule.depends_on(parent, self):
             raise ScheduleError(f"compute_at on stage '{self.name}': stage '{parent.name}' "
                                 f"does not read '{self.name}', so '{self.name}' cannot be "
                                 f"computed inside its loops")
@@ -347,6 +347,20 @@ class Schedule:
             seen.add(id(op))
             st = self.stage_map.get(op)
             if st is not None and st.attach_type == INLINE:
+                todo.extend(t.op for t in op.input_tensors)
+        return False
+
+    def depends_on(self, reader: Stage, producer: Stage) -> bool:
+        """Does `reader` use `producer`'s output through any chain of stages? (Bound
+        inference later checks that every stage in between runs inside the attach loop.)"""
+        todo = [t.op for t in reader.op.input_tensors]
+        seen = set()
+        while todo:
+            op = todo.pop()
+            if op is producer.op:
+                return True
+            if id(op) not in seen:
+                seen.add(id(op))
                 todo.extend(t.op for t in op.input_tensors)
         return False
 

@@ -28,21 +28,33 @@ def test_fuse_split_unroll_keeps_every_iteration():
     check_schedule(s, [X], [Y], lambda x: x + 1)
 
 
-@pytest.mark.xfail(strict=True, raises=te.ScheduleError,
-                   reason="limitation against classic TVM: compute_at refuses a stage that "
-                          "reads the attached stage only indirectly (topi's x86 softmax "
-                          "schedule attaches max_elem at the softmax output's row loop)")
 def test_compute_at_indirect_consumer():
+    """topi's x86 softmax schedule attaches max_elem at the output's row loop, which reads it
+    only through exp (attached there too)."""
     from te.compute import ops
     X = te.placeholder((13, 31), name="X")
     Y = ops.softmax(X)
     exp = Y.op.input_tensors[0]
     maxelem = exp.op.input_tensors[1]
     s = te.create_schedule(Y.op)
+    expsum = Y.op.input_tensors[1]
     s[maxelem].compute_at(s[Y], Y.op.axis[0])
     s[exp].compute_at(s[Y], Y.op.axis[0])
+    s[expsum].compute_at(s[Y], Y.op.axis[0])
 
     def ref(x):
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
     check_schedule(s, [X], [Y], ref, rtol=1e-4)
+
+
+def test_compute_at_indirect_consumer_with_reader_outside_is_refused():
+    from te.compute import ops
+    X = te.placeholder((13, 31), name="X")
+    Y = ops.softmax(X)
+    exp = Y.op.input_tensors[0]
+    maxelem = exp.op.input_tensors[1]
+    s = te.create_schedule(Y.op)
+    s[maxelem].compute_at(s[Y], Y.op.axis[0])  # but exp stays at root: it reads outside
+    with pytest.raises(te.LoweringError, match="its reader '.*' runs outside that loop"):
+        te.lower(s, [X, Y])
