@@ -211,3 +211,20 @@ def test_attach_point_split_afterwards_is_a_lowering_error(graph):
     with pytest.raises(te.LoweringError, match=r"stage 'B' is computed at loop 'i' of 'C', "
                                                r"which was split or fused afterwards"):
         te.lower(s, [A, C, R])
+
+
+@pytest.mark.parametrize("c_at", [None, 0])
+def test_transitive_compute_at_with_reader_outside_the_loop(c_at):
+    """B at D's loop j, but C (which reads B) runs at root or at D's outer loop i."""
+    A = te.placeholder((9, 10), name="A")
+    B = te.compute((9, 10), lambda i, j: A[i, j] + 1.0, name="B")
+    C = te.compute((9, 10), lambda i, j: B[i, j] * 2.0, name="C")
+    D = te.compute((9, 10), lambda i, j: C[i, j] - A[i, j], name="D")
+    s = te.create_schedule(D.op)
+    s[B].compute_at(s[D], D.op.axis[1])  # allowed: D reads B through C
+    if c_at is not None:
+        s[C].compute_at(s[D], D.op.axis[c_at])
+    with pytest.raises(te.LoweringError, match=r"^stage 'B' is computed inside loop 'j' of "
+                       r"'D', but its reader 'C' runs outside that loop; use compute_root or "
+                       r"attach it at an outer loop$"):
+        te.lower(s, [A, D])

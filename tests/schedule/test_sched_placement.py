@@ -320,3 +320,16 @@ def test_bind_build_llvm_raises():
                                             r"'blockIdx.x'; thread-bound loops need target "
                                             r"'cuda'"):
         te.build(s, [A, B], target="llvm")
+
+
+@pytest.mark.parametrize("c_place", ["at_inner", "inline"])
+def test_transitive_compute_at(c_place):
+    """B is attached to D, which reads it only through C (attached deeper, or inlined)."""
+    A, B, C, D = _chain2d()
+    s = te.create_schedule(D.op)
+    s[B].compute_at(s[D], D.op.axis[0])
+    if c_place == "inline":
+        s[C].compute_inline()
+    else:
+        s[C].compute_at(s[D], D.op.axis[1])
+    check_schedule(s, [A], [D], _ref_chain2d)
