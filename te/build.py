@@ -15,6 +15,7 @@ from .errors import BuildError
 from .lower import ir
 from .lower.codegen_llvm import codegen_llvm
 from .lower.pipeline import lower
+from .lower.visitor import stmt_children
 from .schedule.schedule import Schedule
 
 
@@ -64,6 +65,16 @@ def signature_of(func: ir.PrimFunc) -> runtime.KernelSignature:
     return runtime.KernelSignature(func.name, tuple(args), scalars)
 
 
+def _check_no_thread_binding(stmt: ir.Stmt) -> None:
+    """Thread-bound loops only make sense on a GPU target: say so before code generation."""
+    if isinstance(stmt, ir.For) and stmt.kind == ir.THREAD_BINDING:
+        raise BuildError(f"te.build: loop '{stmt.loop_var.name}' is bound to thread axis "
+                         f"'{stmt.thread_tag}'; thread-bound loops need target 'cuda', which "
+                         f"is not available yet (remove the bind for target 'llvm')")
+    for child in stmt_children(stmt)[1]:
+        _check_no_thread_binding(child)
+
+
 def build(sch, args=None, target: str = "llvm", name: str = "main") -> runtime.Module:
     """te.build: compile schedule `sch` with arguments `args` for `target`."""
     opts = parse_target(target)
@@ -76,6 +87,7 @@ def build(sch, args=None, target: str = "llvm", name: str = "main") -> runtime.M
     else:
         raise BuildError(f"te.build: expected a schedule or a lowered function, got "
                          f"{type(sch).__name__}")
+    _check_no_thread_binding(func.body)
     signature = signature_of(func)
     ll = codegen_llvm(func, parallel=runtime.parallel_available())
     try:

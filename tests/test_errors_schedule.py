@@ -141,8 +141,7 @@ def test_vectorize_reduction_axis(graph):
 
 def test_parallel_reduction_axis(graph):
     s, A, B, C, R = graph
-    # The message reads "cannot parallel" (sic): the verb is built from the primitive name.
-    with pytest.raises(te.ScheduleError, match=r"^parallel on stage 'R': cannot parallel "
+    with pytest.raises(te.ScheduleError, match=r"^parallel on stage 'R': cannot parallelize "
                                                r"reduction axis 'k'"):
         s[R].parallel(R.op.reduce_axis[0])
 
@@ -228,3 +227,11 @@ def test_transitive_compute_at_with_reader_outside_the_loop(c_at):
                        r"'D', but its reader 'C' runs outside that loop; use compute_root or "
                        r"attach it at an outer loop$"):
         te.lower(s, [A, D])
+
+
+def test_lower_arg_from_another_graph_names_the_argument(graph):
+    s, A, B, C, R = graph
+    other = te.placeholder((3,), name="Other")
+    with pytest.raises(te.LoweringError, match=r"^te.lower: args\[1\] 'Other' is not part of "
+                                               r"this schedule's compute graph"):
+        te.lower(s, [A, other, C, R])

@@ -83,7 +83,11 @@ def _check_args(sch: Schedule, args) -> list:
         if not isinstance(a, Tensor):
             raise LoweringError(f"te.lower: args[{k}] must be a tensor, got "
                                 f"{type(a).__name__}")
-        st = sch[a]
+        st = sch.stage_map.get(a.op)
+        if st is None:
+            raise LoweringError(f"te.lower: args[{k}] '{a.name}' is not part of this "
+                                f"schedule's compute graph (was it declared for another "
+                                f"schedule?)")
         if st.attach_type == INLINE:
             raise LoweringError(f"te.lower: args[{k}] '{a.name}' is inlined (compute_inline) "
                                 f"and has no storage to pass")

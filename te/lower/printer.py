@@ -117,7 +117,8 @@ class _Printer:
 
     def stmt_For(self, s: ir.For, depth: int) -> list:
         pad = INDENT * depth
-        lines = [f"{pad}// pragma {k} = {self.value(v)}" for k, v in s.pragmas]
+        lines = [f"{pad}// pragma {k}" if v is None else f"{pad}// pragma {k} = {self.value(v)}"
+                 for k, v in s.pragmas]
         name = self.var(s.loop_var)
         if s.kind == ir.THREAD_BINDING:
             name = f"{name}: {s.thread_tag}"

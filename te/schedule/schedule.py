@@ -202,7 +202,8 @@ class Stage:
         who = {"vectorized": "vectorize", "unrolled": "unroll", "parallel": "parallel"}[kind]
         self._check_leaf(iv, who)
         if kind in ("vectorized", "parallel") and iv.iter_type == REDUCE:
-            raise ScheduleError(f"{who} on stage '{self.name}': cannot {who} reduction axis "
+            verb = "parallelize" if who == "parallel" else who
+            raise ScheduleError(f"{who} on stage '{self.name}': cannot {verb} reduction axis "
                                 f"'{iv.var.name}' (its iterations update the same element); "
                                 f"use rfactor first")
         if kind in ("vectorized", "unrolled") and not isinstance(iv.dom.extent, Const):
