@@ -1,0 +1,177 @@
+"""The classic "optimize GEMM on CPU" chain, written with te's schedule primitives.
+
+Takes sizes (M, N, K); gives CHAIN, an ordered list of (name, builder) where each builder
+returns (schedule, [A, B, C]) for C = A @ B in float32, and best_matmul(), the fastest hand
+schedule (a register-blocked micro-kernel over packed panels). Each step adds one idea to the
+one before it, following TVM's tutorial. Imports te only; used by benchmarks/run.py and,
+later, by the tutorial notebook.
+"""
+from __future__ import annotations
+
+import te
+
+BN = 32  # the block size of the tutorial's blocking steps
+
+
+def _declare(m: int, n: int, k: int):
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    return A, B, C, r
+
+
+def baseline(m: int, n: int, k: int):
+    """Three nested loops, as written."""
+    A, B, C, _ = _declare(m, n, k)
+    return te.create_schedule(C.op), [A, B, C]
+
+
+def blocking(m: int, n: int, k: int):
+    """32x32 tiles of C so a tile's rows of B stay in cache; k split by 4."""
+    A, B, C, r = _declare(m, n, k)
+    s = te.create_schedule(C.op)
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], BN, BN)
+    ko, ki = s[C].split(r, factor=4)
+    s[C].reorder(io, jo, ko, ki, ii, ji)
+    return s, [A, B, C]
+
+
+def vectorize(m: int, n: int, k: int):
+    """The innermost, contiguous j loop becomes vector code."""
+    A, B, C, r = _declare(m, n, k)
+    s = te.create_schedule(C.op)
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], BN, BN)
+    ko, ki = s[C].split(r, factor=4)
+    s[C].reorder(io, jo, ko, ki, ii, ji)
+    s[C].vectorize(ji)
+    return s, [A, B, C]
+
+
+def permutation(m: int, n: int, k: int):
+    """Loop order (ko, ii, ki, ji): A[i, k] is reused across a whole vector row of B."""
+    A, B, C, r = _declare(m, n, k)
+    s = te.create_schedule(C.op)
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], BN, BN)
+    ko, ki = s[C].split(r, factor=4)
+    s[C].reorder(io, jo, ko, ii, ki, ji)
+    s[C].vectorize(ji)
+    return s, [A, B, C]
+
+
+def _declare_packed(m: int, n: int, k: int):
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    r = te.reduce_axis((0, k), name="k")
+    # packedB[x, y, z] = B[y, x*BN + z]: each BN-wide column panel of B is contiguous.
+    packedB = te.compute((te.indexdiv(n + BN - 1, BN), k, BN),
+                         lambda x, y, z: te.if_then_else(x * BN + z < n, B[y, x * BN + z], 0.0)
+                         if n % BN else B[y, x * BN + z], name="packedB")
+    C = te.compute((m, n), lambda i, j: te.sum(
+        A[i, r] * packedB[te.indexdiv(j, BN), r, te.indexmod(j, BN)], axis=r), name="C")
+    return A, B, packedB, C, r
+
+
+def packing(m: int, n: int, k: int):
+    """B is repacked into contiguous BN-wide panels, so the inner loop streams memory."""
+    A, B, packedB, C, r = _declare_packed(m, n, k)
+    s = te.create_schedule(C.op)
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], BN, BN)
+    ko, ki = s[C].split(r, factor=4)
+    s[C].reorder(io, jo, ko, ii, ki, ji)
+    s[C].vectorize(ji)
+    s[packedB].vectorize(packedB.op.axis[2])
+    return s, [A, B, C]
+
+
+def _cache_write_schedule(m: int, n: int, k: int, parallel: bool):
+    A, B, packedB, C, r = _declare_packed(m, n, k)
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "local")
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], BN, BN)
+    s[CC].compute_at(s[C], jo)
+    ci, cj = s[CC].op.axis
+    ko, ki = s[CC].split(s[CC].op.reduce_axis[0], factor=4)
+    s[CC].reorder(ko, ci, ki, cj)
+    s[CC].unroll(ki)
+    s[CC].vectorize(cj)
+    s[C].vectorize(ji)
+    s[packedB].vectorize(packedB.op.axis[2])
+    if parallel:
+        s[C].parallel(io)
+        s[packedB].parallel(packedB.op.axis[0])
+    return s, [A, B, C]
+
+
+def cache_write(m: int, n: int, k: int):
+    """A 32x32 block accumulates in a local buffer, written to C once; k unrolled by 4."""
+    return _cache_write_schedule(m, n, k, parallel=False)
+
+
+def parallel(m: int, n: int, k: int):
+    """Row blocks of C (and panels of packed B) are shared among the threads."""
+    return _cache_write_schedule(m, n, k, parallel=True)
+
+
+CHAIN = [
+    ("baseline", baseline),
+    ("blocking", blocking),
+    ("vectorize", vectorize),
+    ("permutation", permutation),
+    ("packing", packing),
+    ("cache_write", cache_write),
+    ("parallel", parallel),
+]
+
+
+def micro_kernel_shape() -> tuple:
+    """(MR, NR): rows x columns of the register block. NR float32 lanes per B load: two
+    zmm (AVX-512) or four ymm registers; MR*NR/lanes accumulators must fit the register file
+    with room for the B vectors and one broadcast."""
+    import llvmlite.binding as llvm
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f"):
+        return 8, 32   # 16 zmm accumulators of 32
+    return 4, 24       # 12 ymm accumulators of 16
+
+
+def best_matmul(m: int, n: int, k: int, mc: int = 64):
+    """Register-blocked micro-kernel over packed B panels.
+
+    B is packed into NR-wide column panels (zero-padded), C is computed in MRxNR register
+    tiles (cache_write local + fully unrolled rows + vector columns, so the accumulators
+    stay in registers for the whole k loop), MC rows of A are reused across all panels
+    while they sit in L2, and the outer (row block, panel) pairs are shared among threads.
+    """
+    mr, nr = micro_kernel_shape()
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    r = te.reduce_axis((0, k), name="k")
+    panels = (n + nr - 1) // nr
+    if n % nr:
+        packedB = te.compute((panels, k, nr), lambda x, y, z: te.if_then_else(
+            x * nr + z < n, B[y, te.min(x * nr + z, n - 1)], 0.0), name="packedB")
+    else:
+        packedB = te.compute((panels, k, nr), lambda x, y, z: B[y, x * nr + z], name="packedB")
+    C = te.compute((m, n), lambda i, j: te.sum(
+        A[i, r] * packedB[te.indexdiv(j, nr), r, te.indexmod(j, nr)], axis=r), name="C")
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "local")
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], mr, nr)
+    ioo, ioi = s[C].split(io, factor=max(1, mc // mr))
+    s[C].reorder(ioo, jo, ioi, ii, ji)
+    outer = s[C].fuse(ioo, jo)
+    s[C].parallel(outer)
+    s[C].unroll(ii)
+    s[C].vectorize(ji)
+    s[CC].compute_at(s[C], ioi)
+    ci, cj = s[CC].op.axis
+    ko, ki = s[CC].split(s[CC].op.reduce_axis[0], factor=4)
+    s[CC].reorder(ko, ki, ci, cj)
+    s[CC].unroll(ki)
+    s[CC].unroll(ci)
+    s[CC].vectorize(cj)
+    x, y, z = packedB.op.axis
+    s[packedB].parallel(x)
+    s[packedB].vectorize(z)
+    return s, [A, B, C]

@@ -1,0 +1,298 @@
+"""The performance suite: `python benchmarks/run.py [--quick]` prints a table and writes
+benchmarks/RESULTS.md.
+
+Takes nothing but options; gives, for each kernel x shape x thread count, the median time of
+te's kernel and of its references (numpy, onnxruntime when installed) measured in the same
+run, alternating the two sides round by round, with the spread, the ratio (reference time /
+te time, median over rounds; > 1 means te is faster) and every target of issue 3 marked met
+or missed. References run in a worker process (benchmarks/refs.py) whose thread count is
+fixed in its environment, so the two sides never share a thread pool. Imports te, runtime,
+numpy and the sibling benchmark modules.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # before libgomp loads
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path[:0] = [HERE, ROOT]
+
+import numpy as np  # noqa: E402
+
+import runtime  # noqa: E402
+import te  # noqa: E402
+import gemm_chain  # noqa: E402
+import kernels  # noqa: E402
+import overheads  # noqa: E402
+import refs  # noqa: E402
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+class RefWorker:
+    """A `refs.py` worker process with `threads` BLAS/OpenMP/onnxruntime threads."""
+
+    def __init__(self, threads: int):
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+                   MKL_NUM_THREADS=str(threads), OMP_WAIT_POLICY="passive")
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "refs.py")], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def time(self, kind: str, case: str, params: dict, number: int, repeat: int):
+        """Seconds per call (a list), or a string saying why the reference is n/a."""
+        req = dict(kind=kind, case=case, params=params, number=number, repeat=repeat)
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        reply = json.loads(self.proc.stdout.readline())
+        return reply["times"] if "times" in reply else reply["na"]
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+@dataclass
+class Row:
+    kernel: str
+    shape: str
+    threads: int
+    te_s: float
+    te_spread: float               # (max - min) / median over rounds
+    work: float                    # flops or bytes per call
+    unit: str                      # "GFLOP/s" or "GB/s"
+    ratios: dict = field(default_factory=dict)   # reference -> median(ref time / te time)
+    ref_s: dict = field(default_factory=dict)
+
+
+def _spread(xs: list) -> float:
+    return (max(xs) - min(xs)) / statistics.median(xs)
+
+
+def _calls_for(seconds: float, budget: float = 0.05) -> int:
+    return max(1, min(50, int(budget / max(seconds, 1e-7))))
+
+
+def measure(worker: RefWorker, mod, xs: list, case: str, params: dict, threads: int,
+            rounds: int, kinds=("numpy", "onnxruntime")) -> tuple:
+    """Alternate te and each reference for `rounds` rounds; medians and per-round ratios."""
+    runtime.set_num_threads(threads)
+    evaluate = mod.time_evaluator(number=1, repeat=1)
+    first = evaluate(*xs).median
+    number = _calls_for(first)
+    te_times, ref_times = [], {k: [] for k in kinds}
+    na = {}
+    for _ in range(rounds):
+        te_times.append(mod.time_evaluator(number=number, repeat=3)(*xs).min)
+        for kind in kinds:
+            if kind in na:
+                continue
+            got = worker.time(kind, case, params, number, 3)
+            if isinstance(got, str):
+                na[kind] = got
+            else:
+                ref_times[kind].append(min(got))
+    te_med = statistics.median(te_times)
+    ratios, ref_s = {}, {}
+    for kind in kinds:
+        if kind in na:
+            continue
+        ref_s[kind] = statistics.median(ref_times[kind])
+        ratios[kind] = statistics.median(r / t for r, t in zip(ref_times[kind], te_times))
+    return te_med, _spread(te_times), ratios, ref_s
+
+
+def _build_checked(sched_fn, sizes, case, params, out_shape):
+    s, args = sched_fn(*sizes)
+    mod = te.build(s, args)
+    xs = refs.make_inputs(case, params)
+    out = np.empty(out_shape, np.float32)
+    mod(*xs, out)
+    ref = refs.numpy_reference(case, params, xs)
+    if ref is not None:
+        np.testing.assert_allclose(out, ref(), rtol=1e-3, atol=1e-3)
+    return mod, xs + [out]
+
+
+def gemm_rows(workers, quick: bool, rounds: int) -> list:
+    rows = []
+    n = 512 if quick else 1024
+    p = dict(m=n, n=n, k=n)
+    for name, fn in gemm_chain.CHAIN:
+        threads = 2 if name == "parallel" else 1
+        threads = min(threads, usable_cores())
+        mod, xs = _build_checked(fn, (n, n, n), "matmul", p, (n, n))
+        r = rounds if name not in ("baseline", "blocking") else min(rounds, 3)
+        t, sp, ratios, ref_s = measure(workers[threads], mod, xs, "matmul", p, threads, r)
+        rows.append(Row(f"gemm chain: {name}", f"{n}^3", threads, t, sp, 2.0 * n ** 3,
+                        "GFLOP/s", ratios, ref_s))
+        _print_row(rows[-1])
+    shapes = [(n, n, n)] + ([] if quick else [(1000, 1000, 1000), (127, 255, 511),
+                                              (64, 1024, 1024)])
+    if quick:
+        shapes += [(127, 255, 511)]
+    for m, nn, k in shapes:
+        p = dict(m=m, n=nn, k=k)
+        mod, xs = _build_checked(gemm_chain.best_matmul, (m, nn, k), "matmul", p, (m, nn))
+        for threads in _thread_counts():
+            t, sp, ratios, ref_s = measure(workers[threads], mod, xs, "matmul", p, threads,
+                                           rounds)
+            rows.append(Row("matmul best", f"{m}x{nn}x{k}", threads, t, sp, 2.0 * m * nn * k,
+                            "GFLOP/s", ratios, ref_s))
+            _print_row(rows[-1])
+    return rows
+
+
+def conv_rows(workers, quick: bool, rounds: int) -> list:
+    rows = []
+    for cin, cout, r, pad in ((64, 64, 3, 1), (256, 64, 1, 0)):
+        hw = 56
+        p = dict(cin=cin, cout=cout, h=hw, w=hw, r=r, pad=pad)
+        mod, xs = _build_checked(kernels.conv2d, (cin, cout, hw, hw, r, pad), "conv2d", p,
+                                 (1, cout, hw, hw))
+        want = refs.onnxruntime_reference("conv2d", p, xs[:2], 1)
+        if want is not None:
+            np.testing.assert_allclose(xs[-1], want()[0], rtol=1e-3, atol=1e-3)
+        for threads in _thread_counts():
+            t, sp, ratios, ref_s = measure(workers[threads], mod, xs, "conv2d", p, threads,
+                                           rounds, kinds=("onnxruntime",))
+            rows.append(Row(f"conv2d {r}x{r}", f"{cin}->{cout} {hw}x{hw}", threads, t, sp,
+                            2.0 * cin * cout * r * r * hw * hw, "GFLOP/s", ratios, ref_s))
+            _print_row(rows[-1])
+    return rows
+
+
+def memory_rows(workers, quick: bool, rounds: int) -> list:
+    rows = []
+    n = 2048 if quick else 4096
+    cases = [  # (kernel, case, schedule, output shape, bytes moved at the least)
+        ("copy", "copy", kernels.copy, (n, n), 8 * n * n),
+        ("relu(x*a+b)", "relu_affine", kernels.relu_affine, (n, n), 8 * n * n),
+        ("softmax", "softmax", kernels.softmax, (n, n), 8 * n * n),
+        ("layernorm", "layernorm", kernels.layernorm, (n, n), 8 * n * n),
+        ("sum", "sum", kernels.row_sum, (n,), 4 * n * n),
+    ]
+    for name, case, fn, out_shape, nbytes in cases:
+        p = dict(rows=n, cols=n)
+        mod, xs = _build_checked(fn, (n, n), case, p, out_shape)
+        for threads in _thread_counts():
+            t, sp, ratios, ref_s = measure(workers[threads], mod, xs, case, p, threads, rounds)
+            rows.append(Row(name, f"{n}x{n}", threads, t, sp, nbytes, "GB/s", ratios, ref_s))
+            _print_row(rows[-1])
+    return rows
+
+
+def _thread_counts() -> list:
+    return sorted({1, min(2, usable_cores())})
+
+
+HEADER = ("kernel", "shape", "thr", "te ms", "spread", "rate", "x numpy", "x onnxrt")
+
+
+def _cells(row: Row) -> tuple:
+    rate = row.work / row.te_s / 1e9
+    ratio = [f"{row.ratios[k]:.2f}x" if k in row.ratios else "n/a"
+             for k in ("numpy", "onnxruntime")]
+    return (row.kernel, row.shape, str(row.threads), f"{row.te_s * 1e3:.3f}",
+            f"{row.te_spread * 100:.0f}%", f"{rate:.1f} {row.unit}", *ratio)
+
+
+def _print_row(row: Row) -> None:
+    print("  ".join(_cells(row)), flush=True)
+
+
+def format_table(rows: list) -> list:
+    lines = [HEADER] + [_cells(r) for r in rows]
+    widths = [max(len(line[k]) for line in lines) for k in range(len(HEADER))]
+    return ["  ".join(c.ljust(w) for c, w in zip(line, widths)) for line in lines]
+
+
+def machine_info() -> str:
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    import llvmlite.binding as llvm
+    feats = llvm.get_host_cpu_features()
+    isa = "AVX-512" if feats.get("avx512f") else ("AVX2+FMA" if feats.get("fma") else "SSE")
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = float("nan")
+    return (f"{model}; {os.cpu_count()} logical cores ({usable_cores()} usable); "
+            f"LLVM host CPU {llvm.get_host_cpu_name()} ({isa}); load average at start "
+            f"{load:.2f}; Python {platform.python_version()}, numpy {np.__version__}, "
+            f"onnxruntime {_ort_version()}")
+
+
+def _ort_version() -> str:
+    if not refs.onnxruntime_available():
+        return "n/a (pip install '.[onnx]')"
+    import onnxruntime
+    return onnxruntime.__version__
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer rounds")
+    parser.add_argument("--rounds", type=int, default=None, help="alternating rounds per row")
+    parser.add_argument("--only", default="gemm,conv,memory,overheads",
+                        help="comma-separated groups to run")
+    parser.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (3 if args.quick else 7)
+    groups = args.only.split(",")
+    info = machine_info()
+    print(info)
+    print("  ".join(HEADER))
+    workers = {t: RefWorker(t) for t in _thread_counts()}
+    rows, over = [], []
+    try:
+        if "overheads" in groups:
+            over = overheads.measure_all()
+            for line in overheads.format_lines(over):
+                print(line)
+        if "gemm" in groups:
+            rows += gemm_rows(workers, args.quick, rounds)
+        if "conv" in groups:
+            rows += conv_rows(workers, args.quick, rounds)
+        if "memory" in groups:
+            rows += memory_rows(workers, args.quick, rounds)
+    finally:
+        for w in workers.values():
+            w.close()
+    import targets
+    verdicts = targets.evaluate(rows, over, args.quick)
+    command = "python benchmarks/run.py" + (" --quick" if args.quick else "") + \
+        (f" --rounds {args.rounds}" if args.rounds else "") + \
+        (f" --only {args.only}" if args.only != parser.get_default("only") else "")
+    text = targets.results_markdown(command, info, format_table(rows), over, verdicts)
+    with open(args.out, "w") as f:
+        f.write(text)
+    print()
+    for line in targets.verdict_lines(verdicts):
+        print(line)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
