@@ -134,8 +134,9 @@ class LocalRunner:
             raise RuntimeError(f"te.autotune: a measurement worker did not start:\n{tail}")
         return w
 
-    def run(self, jobs: list, make_ref: bool = False) -> list:
-        """Measure `jobs` on the pool; one MeasureResult each, in order."""
+    def run(self, jobs: list, make_ref: bool = False, best: float | None = None) -> list:
+        """Measure `jobs` on the pool; one MeasureResult each, in order. `best` (seconds),
+        the best time so far, lets workers cut hopeless candidates short."""
         opts = self.options
         while len(self.workers) < max(1, opts.n_workers):
             self.workers.append(self._spawn())
@@ -148,9 +149,10 @@ class LocalRunner:
                     continue
                 j = todo.pop(0)
                 msg = {"task": self.task, "ll": jobs[j].ll, "sig": jobs[j].signature,
-                       "config": jobs[j].config, "make_ref": make_ref,
+                       "config": jobs[j].config, "make_ref": make_ref, "best": best,
                        "opts": {k: getattr(opts, k) for k in ("number", "repeat",
-                                "min_repeat_ms", "rtol", "atol", "check", "hook")}}
+                                "min_repeat_ms", "rtol", "atol", "check", "hook",
+                                "timeout")}}
                 try:
                     self.workers[w_idx].send(msg)
                 except (BrokenPipeError, OSError):

@@ -260,7 +260,7 @@ def tune(task, trials: int = 500, target: str = "llvm", log: str | None = None,
             batch = tuner_obj.next_batch(min(batch_size, trials - len(result.history)))
             if not batch:
                 break
-            res = _measure_batch(runner, task, batch, parallel)
+            res = _measure_batch(runner, task, batch, parallel, best_time)
             for cfg, r in zip(batch, res):
                 trial = Trial(cfg.to_json_dict(), r)
                 result.history.append(trial)
@@ -286,7 +286,7 @@ class _Fixed:
         return self.s, self.args
 
 
-def _measure_batch(runner, task, batch: list, parallel: bool) -> list:
+def _measure_batch(runner, task, batch: list, parallel: bool, best: float) -> list:
     results: list = [None] * len(batch)
     jobs, where = [], []
     for k, cfg in enumerate(batch):
@@ -296,7 +296,8 @@ def _measure_batch(runner, task, batch: list, parallel: bool) -> list:
         else:
             jobs.append(job)
             where.append(k)
-    for k, r in zip(where, runner.run(jobs) if jobs else []):
+    best_s = best if math.isfinite(best) else None
+    for k, r in zip(where, runner.run(jobs, best=best_s) if jobs else []):
         results[k] = r
     return results
 

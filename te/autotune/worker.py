@@ -91,6 +91,13 @@ def measure(req: dict, tasks: dict, hooks: dict) -> dict:
                 return {"error": "wrong_answer", "compile_s": compile_s,
                         "msg": f"output {k}: {bad} of {got.size} elements differ from the "
                                f"reference"}
+    first = time.perf_counter() - t1
+    # A slow or hopeless candidate is reported by its checked run alone: repeating it would
+    # only burn the time limit (and a timeout would lose the measurement).
+    repeats = opts["number"] * opts["repeat"]
+    best = req.get("best")
+    if first * repeats > 0.5 * opts["timeout"] or (best and first > 20 * best):
+        return {"costs": [first], "error": None, "compile_s": compile_s, "msg": "single run"}
     res = mod.time_evaluator(number=opts["number"], repeat=opts["repeat"],
                              min_repeat_ms=opts["min_repeat_ms"])(*task.inputs, *outs)
     return {"costs": list(res.results), "error": None, "compile_s": compile_s}
