@@ -30,6 +30,10 @@ def conv2d(cin: int, cout: int, h: int, w: int, r: int, pad: int, fb: int = 8, x
     xo, xi = s[Y].split(x, factor=xb)
     s[Y].reorder(n, fo, yo, xo, fi, yi, xi)
     s[Y].parallel(s[Y].fuse(fo, yo))
+    # Unrolled write-back: constant offsets into the local tile let LLVM keep it in
+    # registers for the whole reduction (SROA), instead of a round trip through the stack.
+    s[Y].unroll(fi)
+    s[Y].unroll(yi)
     s[Y].vectorize(xi)
     s[YL].compute_at(s[Y], xo)
     n, f, y, x = s[YL].op.axis
@@ -77,9 +81,17 @@ def _lane_reduce(s, R, out, row):
     jo, ji = s[R].split(R.op.reduce_axis[0], factor=LANES)
     RF = s.rfactor(R, ji, factor_axis=1)
     s[RF].compute_at(s[out], row)
-    s[RF].vectorize(RF.op.axis[1])
+    _lanes_inside(s, RF)
     s[R].compute_at(s[out], row)
     return RF
+
+
+def _lanes_inside(s, RF):
+    """The lane axis of an rfactor stage innermost (below its reduction loop), vectorized:
+    each step of the reduction is one vector operation on LANES partial results."""
+    lane = RF.op.axis[-1]
+    s[RF].reorder(*RF.op.axis[:-1], *RF.op.reduce_axis, lane)
+    s[RF].vectorize(lane)
 
 
 def row_sum(rows: int, cols: int):
@@ -90,7 +102,7 @@ def row_sum(rows: int, cols: int):
     jo, ji = s[S].split(S.op.reduce_axis[0], factor=LANES)
     RF = s.rfactor(S, ji, factor_axis=1)
     s[RF].compute_at(s[S], S.op.axis[0])
-    s[RF].vectorize(RF.op.axis[1])
+    _lanes_inside(s, RF)
     s[S].parallel(S.op.axis[0])
     return s, [X, S]
 

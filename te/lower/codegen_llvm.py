@@ -471,6 +471,8 @@ class FuncGen:
             return self.b.select(neg, self.b.sub(ir.Constant(x.type, None), x), x)
         if not dt.is_float(e.dtype):
             raise BuildError(f"Call: intrinsic {e.name!r} needs a float dtype, got {e.dtype}")
+        if e.name == "exp" and e.dtype.startswith("float32x"):
+            return self.vector_exp_f32(args[0], e.dtype)
         if e.name in _LLVM_MATH:
             return self.intrinsic(_LLVM_MATH[e.name], e.dtype, args)
         if e.name in _LIBM:
@@ -484,6 +486,42 @@ class FuncGen:
                                 self.intrinsic("llvm.exp", e.dtype, [neg]), flags=_FP_FLAGS)
             return self.b.fdiv(self.float_const(1.0, e.dtype), denom, flags=_FP_FLAGS)
         raise BuildError(f"Call: unknown intrinsic {e.name!r}")
+
+    def vector_exp_f32(self, x, dtype: str) -> ir.Value:
+        """exp of a float32 vector without libm: LLVM scalarizes llvm.exp.v*f32 into expf
+        calls. exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 (two-part ln 2),
+        exp(r) by Cephes' degree-6 polynomial: ~1 ulp on normal results; NaN propagates,
+        results below the normal range flush to 0 and above it give inf, like expf."""
+        b, n = self.b, dt.lanes(dtype)
+        f = self.float_const
+        i32v = ir.VectorType(I32, n)
+        clamped = self.intrinsic("llvm.minimum", dtype, [
+            self.intrinsic("llvm.maximum", dtype, [x, f(-87.3365478515625, dtype)]),
+            f(88.72283172607422, dtype)])
+        k = self.intrinsic("llvm.roundeven", dtype,
+                           [b.fmul(clamped, f(1.4426950408889634, dtype))])
+        fma = "llvm.fma"
+        r = self.intrinsic(fma, dtype, [k, f(-0.693359375, dtype), clamped])
+        r = self.intrinsic(fma, dtype, [k, f(2.12194440e-4, dtype), r])
+        p = f(1.9875691500e-4, dtype)
+        for c in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+                  5.0000001201e-1):
+            p = self.intrinsic(fma, dtype, [p, r, f(c, dtype)])
+        r2 = b.fmul(r, r)
+        y = b.fadd(self.intrinsic(fma, dtype, [p, r2, r]), f(1.0, dtype))
+        # 2^k as a float: k in [-126, 128]; k = 128 is split as 2^127 * 2 to stay finite.
+        ki = b.fptosi(k, i32v)
+        half = b.ashr(ki, ir.Constant(i32v, [1] * n))
+        rest = b.sub(ki, half)
+
+        def pow2(e):
+            bits = b.shl(b.add(e, ir.Constant(i32v, [127] * n)), ir.Constant(i32v, [23] * n))
+            return b.bitcast(bits, ll_type(dtype))
+        y = b.fmul(b.fmul(y, pow2(half)), pow2(rest))
+        zero, inf = f(0.0, dtype), f(float("inf"), dtype)
+        y = b.select(b.fcmp_ordered("<", x, f(-87.3365478515625, dtype)), zero, y)
+        y = b.select(b.fcmp_ordered(">", x, f(88.72283172607422, dtype)), inf, y)
+        return b.select(b.fcmp_unordered("uno", x, x), x, y)
 
     def float_const(self, value: float, dtype: str) -> ir.Value:
         return self.expr_Const(E.Const(dtype, value))
