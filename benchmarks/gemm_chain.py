@@ -147,15 +147,22 @@ def best_matmul(m: int, n: int, k: int, mc: int = 64):
     A = te.placeholder((m, k), name="A")
     B = te.placeholder((k, n), name="B")
     r = te.reduce_axis((0, k), name="k")
-    panels = (n + nr - 1) // nr
+    # Odd shapes are padded up to whole register tiles (A rows and B panels with zeros), so
+    # the micro-kernel never carries a guard; the padded result is cropped at the end.
+    mp, panels = -(-m // mr) * mr, -(-n // nr)
+    Ap = A if mp == m else te.compute((mp, k), lambda i, y: te.if_then_else(
+        i < m, A[te.min(i, m - 1), y], 0.0), name="Apad")
     if n % nr:
         packedB = te.compute((panels, k, nr), lambda x, y, z: te.if_then_else(
             x * nr + z < n, B[y, te.min(x * nr + z, n - 1)], 0.0), name="packedB")
     else:
         packedB = te.compute((panels, k, nr), lambda x, y, z: B[y, x * nr + z], name="packedB")
-    C = te.compute((m, n), lambda i, j: te.sum(
-        A[i, r] * packedB[te.indexdiv(j, nr), r, te.indexmod(j, nr)], axis=r), name="C")
-    s = te.create_schedule(C.op)
+    padded = mp != m or n % nr
+    C = te.compute((mp, panels * nr) if padded else (m, n), lambda i, j: te.sum(
+        Ap[i, r] * packedB[te.indexdiv(j, nr), r, te.indexmod(j, nr)], axis=r),
+        name="Cpad" if padded else "C")
+    out = te.compute((m, n), lambda i, j: C[i, j], name="C") if padded else C
+    s = te.create_schedule(out.op)
     CC = s.cache_write(C, "local")
     io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], mr, nr)
     ioo, ioi = s[C].split(io, factor=max(1, mc // mr))
@@ -174,4 +181,10 @@ def best_matmul(m: int, n: int, k: int, mc: int = 64):
     x, y, z = packedB.op.axis
     s[packedB].parallel(x)
     s[packedB].vectorize(z)
-    return s, [A, B, C]
+    if padded:
+        if Ap is not A:
+            s[Ap].parallel(Ap.op.axis[0])
+        s[out].parallel(out.op.axis[0])
+        jo2, ji2 = s[out].split(out.op.axis[1], factor=16)
+        s[out].vectorize(ji2)
+    return s, [A, B, out]
