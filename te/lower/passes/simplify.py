@@ -21,7 +21,8 @@ class _Simplify(Mutator):
         self.ana = Analyzer(ranges)
 
     def visit_expr(self, e: E.Expr) -> E.Expr:
-        e = self.generic_expr(e)
+        # The analyzer simplifies the whole tree itself; visiting children first would
+        # simplify every subtree once per enclosing level.
         return self.ana.simplify(e)
 
     def visit_For(self, s: ir.For) -> ir.Stmt:
