@@ -7,7 +7,9 @@ expr, tensor, te.dtype and te.errors.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import inspect
+import weakref
 from typing import Callable, Sequence
 
 from .. import dtype as dt
@@ -90,10 +92,41 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "",
     if not body:
         raise ComputeError("te.compute: fcompute returned an empty tuple")
     reduce_axis = _check_body(body, name)
+    body, reduce_axis = _own_reduce_axes(body, reduce_axis)
     op = ComputeOp(name, tag, attrs, axis, reduce_axis, body)
+    for iv in reduce_axis:
+        _REDUCE_OWNER[iv] = op
     _check_free_vars(op)
     outs = [op.output(k) for k in range(op.num_outputs)]
     return outs if multi else outs[0]
+
+
+# reduce IterVar -> the ComputeOp that reduces over it. One IterVar is one loop variable, so
+# a second compute that reduces over the same axis gets a private copy (like TVM's SSA pass);
+# the first keeps the original so that `s[C].split(k, ...)` works as users write it.
+_REDUCE_OWNER: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_REDUCE_VARS: "weakref.WeakSet" = weakref.WeakSet()  # loop vars of every te.reduce_axis
+
+
+def _own_reduce_axes(body: tuple, axes: tuple) -> tuple:
+    shared = [iv for iv in axes if iv in _REDUCE_OWNER]
+    if not shared:
+        return body, axes
+    copies = {iv: IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), REDUCE) for iv in shared}
+    _REDUCE_VARS.update(c.var for c in copies.values())
+    vmap = {iv.var: c.var for iv, c in copies.items()}
+    new_axes = tuple(copies.get(iv, iv) for iv in axes)
+    new_body = tuple(dataclasses.replace(b, axis=new_axes,
+                                         source=tuple(E.substitute(x, vmap) for x in b.source),
+                                         condition=E.substitute(b.condition, vmap),
+                                         init=tuple(E.substitute(x, vmap) for x in b.init))
+                     for b in body)
+    return new_body, new_axes
+
+
+def reduce_axis_owner(iv: IterVar):
+    """The compute that reduces over `iv` (for error messages), or None."""
+    return _REDUCE_OWNER.get(iv)
 
 
 def _contains_reduce(e: Expr) -> bool:
@@ -130,6 +163,10 @@ def _check_free_vars(op: ComputeOp) -> None:
         for v in E.free_vars(b):
             if v in bound:
                 continue
+            if v in _REDUCE_VARS:
+                raise ComputeError(f"te.compute '{op.name}': reduce axis '{v.name}' is used "
+                                   f"outside a reduction over it; wrap the expression in "
+                                   f"te.sum/te.max/te.min(..., axis={v.name})")
             if v.name in {iv.var.name for iv in op.axis}:
                 raise ComputeError(f"te.compute '{op.name}': variable '{v.name}' is not one "
                                    f"of this compute's axes (it belongs to another compute)")
@@ -148,7 +185,9 @@ def reduce_axis(dom, name: str = "rv") -> IterVar:
         rng = Range(lo, E.binary("sub", hi, lo))
         if isinstance(rng.extent, Const) and rng.extent.value <= 0:
             raise ShapeError(f"te.reduce_axis: dom must be non-empty (begin < end), got {dom!r}")
-    return IterVar(rng, Var(name, rng.extent.dtype), REDUCE)
+    iv = IterVar(rng, Var(name, rng.extent.dtype), REDUCE)
+    _REDUCE_VARS.add(iv.var)
+    return iv
 
 
 def thread_axis(tag: str = "", name: str = "") -> IterVar:

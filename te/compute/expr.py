@@ -200,7 +200,30 @@ def _convert_value(value, dtype: str):
         return float(value)
     if isinstance(value, float) and not value.is_integer():
         raise DTypeError(f"te.const: {value!r} is not an integer but the dtype is {dtype}")
-    return int(value)
+    value = int(value)
+    lo, hi = _int_range(dtype)
+    if not lo <= value <= hi:
+        raise DTypeError(f"te.const: {value} does not fit {dt.base(dtype)} ({lo}..{hi})")
+    return value
+
+
+def _int_range(dtype: str) -> tuple:
+    n = dt.bits(dtype)
+    return (0, 2 ** n - 1) if dt.is_uint(dtype) else (-(2 ** (n - 1)), 2 ** (n - 1) - 1)
+
+
+def _wrap(value: int, dtype: str) -> int:
+    """An integer result reduced to the dtype's width, as the generated code computes it."""
+    n = dt.bits(dtype)
+    value &= (1 << n) - 1
+    if dt.is_int(dtype) and value >= 1 << (n - 1):
+        value -= 1 << n
+    return value
+
+
+def _truncdiv(x: int, y: int) -> int:
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
 
 
 def as_expr(value, hint: str | None = None) -> Expr:
@@ -243,7 +266,7 @@ def cast(value, dtype: str) -> Expr:
         elif dt.is_float(dtype):
             v = float(v)
         else:
-            v = int(math.trunc(v)) if isinstance(v, float) else int(v)
+            v = _wrap(int(math.trunc(v)) if isinstance(v, float) else int(v), dtype)
         return Const(dtype, v)
     return Cast(dtype, e)
 
@@ -279,8 +302,8 @@ def _fold(op: str, x, y, dtype: str):
     if op == "div": return x / y
     if op == "floordiv": return x // y if dt.is_integral(dtype) else math.floor(x / y)
     if op == "floormod": return x % y if dt.is_integral(dtype) else x - math.floor(x / y) * y
-    if op == "truncdiv": return int(x / y) if dt.is_integral(dtype) else math.trunc(x / y)
-    if op == "truncmod": return x - int(x / y) * y if dt.is_integral(dtype) else math.fmod(x, y)
+    if op == "truncdiv": return _truncdiv(x, y) if dt.is_integral(dtype) else math.trunc(x / y)
+    if op == "truncmod": return x - _truncdiv(x, y) * y if dt.is_integral(dtype) else math.fmod(x, y)
     if op == "min": return min(x, y)
     if op == "max": return max(x, y)
     if op == "lt": return x < y
@@ -304,8 +327,8 @@ def binary(op: str, a, b) -> Expr:
     if isinstance(ea, Const) and isinstance(eb, Const):
         folded = _fold(op, ea.value, eb.value, ea.dtype)
         if folded is not None:
-            if dt.is_integral(rtype) and isinstance(folded, float):
-                folded = int(folded)
+            if dt.is_integral(rtype):
+                folded = _wrap(int(folded), rtype)
             return Const(rtype, _convert_value(folded, rtype))
     return Binary(rtype, op, ea, eb)
 

@@ -114,6 +114,14 @@ class Analyzer:
     # -- bounds ------------------------------------------------------------------------
     def const_bound(self, e: Expr) -> tuple:
         """(lo, hi) ints bounding integer expression e, with None for an unknown end."""
+        lo, hi = self._const_bound(e)
+        if isinstance(e, Binary) and _is_int_scalar(e) and not _no_wrap(e.dtype):
+            tlo, thi = dtype_range(e.dtype)
+            if lo is None or hi is None or lo < tlo or hi > thi:
+                return tlo, thi  # the exact result would wrap around
+        return lo, hi
+
+    def _const_bound(self, e: Expr) -> tuple:
         if isinstance(e, Const):
             return int(e.value), int(e.value)
         if isinstance(e, Var):
@@ -122,8 +130,12 @@ class Analyzer:
             if isinstance(e, E.Select):
                 a, b = self.const_bound(e.true_value), self.const_bound(e.false_value)
                 return _min(a[0], b[0]), _max(a[1], b[1])
-            if isinstance(e, E.Cast) and _is_int_scalar(e.value):
-                return self.const_bound(e.value)
+            if isinstance(e, E.Cast) and _is_int_scalar(e.value) and _is_int_scalar(e):
+                lo, hi = self.const_bound(e.value)
+                tlo, thi = dtype_range(e.dtype)
+                if lo is not None and hi is not None and tlo <= lo and hi <= thi:
+                    return lo, hi
+                return tlo, thi  # a narrowing cast wraps: only the target range is certain
             return None, None
         a, b = self.const_bound(e.a), self.const_bound(e.b)
         op = e.op
@@ -187,7 +199,9 @@ class Analyzer:
             return E.binary(op, a, b) if op not in E.LOGIC_OPS else E.logical(op, a, b)
         if op in E.LOGIC_OPS:
             return _logic(e)
-        if not _is_int_scalar(a):
+        if not _is_int_scalar(a) or not _no_wrap(a.dtype):
+            # Narrow and unsigned integers wrap in the generated code (as in numpy), so the
+            # exact-integer reasoning below would be unsound for them.
             return e
         if op in ("floordiv", "floormod") and isinstance(b, Const) and b.value > 0:
             return self._divmod(op, a, int(b.value), e.dtype)
@@ -236,6 +250,25 @@ class Analyzer:
             inner = Binary(dtype, "floordiv", rest.to_expr(), cc)
             return whole.add(Linear(dtype, {key(inner): [inner, 1]})).to_expr()
         return Binary(dtype, "floormod", rest.to_expr(), cc)
+
+
+def dtype_range(dtype: str) -> tuple:
+    """(min, max) of an integer dtype."""
+    n = dt.bits(dtype)
+    if dt.is_uint(dtype):
+        return 0, 2 ** n - 1
+    return -(2 ** (n - 1)), 2 ** (n - 1) - 1
+
+
+def _no_wrap(dtype: str) -> bool:
+    """Signed 32/64-bit index arithmetic is assumed not to overflow (as TVM and C do)."""
+    return dt.is_int(dtype) and dt.bits(dtype) >= 32
+
+
+def _fits(itv: tuple, dtype: str, ana: "Analyzer") -> bool:
+    lo, hi = ana.const_bound(itv[0])[0], ana.const_bound(itv[1])[1]
+    tlo, thi = dtype_range(dtype)
+    return lo is not None and hi is not None and tlo <= lo and hi <= thi
 
 
 def _logic(e: Binary) -> Expr:
@@ -304,8 +337,11 @@ def interval(e: Expr, ranges: dict, ana: Analyzer):
         return e, e
     if not any(v in ranges for v in E.free_vars(e)):
         return e, e
-    if isinstance(e, E.Cast) and _is_int_scalar(e.value):
-        return interval(e.value, ranges, ana)
+    if isinstance(e, E.Cast) and _is_int_scalar(e.value) and _is_int_scalar(e):
+        inner = interval(e.value, ranges, ana)
+        if inner is None or not _fits(inner, e.dtype, ana):
+            return None  # a narrowing cast may wrap: no bound
+        return inner
     if isinstance(e, E.Select):
         t, f = interval(e.true_value, ranges, ana), interval(e.false_value, ranges, ana)
         if t is None or f is None:
@@ -313,6 +349,13 @@ def interval(e: Expr, ranges: dict, ana: Analyzer):
         return _smin(t[0], f[0], ana), _smax(t[1], f[1], ana)
     if not isinstance(e, Binary) or not _is_int_scalar(e):
         return None
+    out = _binary_interval(e, ranges, ana)
+    if out is not None and not _no_wrap(e.dtype) and not _fits(out, e.dtype, ana):
+        return None  # the exact result would wrap around in this dtype
+    return out
+
+
+def _binary_interval(e: Binary, ranges: dict, ana: Analyzer):
     a, b = interval(e.a, ranges, ana), interval(e.b, ranges, ana)
     if a is None or b is None:
         return None

@@ -11,7 +11,6 @@ from __future__ import annotations
 from ..compute import expr as E
 from ..compute.expr import Const, Reduce, TensorLoad, Var
 from ..compute.tensor import REDUCE, ComputeOp, PlaceholderOp, Range
-from ..errors import LoweringError
 from ..schedule.schedule import INLINE, ROOT, SCOPE, Schedule, Stage
 from . import ir
 from .arith import Analyzer, interval
@@ -188,9 +187,9 @@ def _conj(conds: list) -> E.Expr:
 
 def _guarded(cond: E.Expr, stmt: ir.Stmt) -> ir.Stmt:
     if isinstance(cond, Const):
-        if cond.value:
-            return stmt
-        raise LoweringError("a loop guard is always false: the stage computes nothing")
+        # Always false: the stage's region lies outside its domain (its only read is
+        # behind a condition that never holds), so it has nothing to compute.
+        return stmt if cond.value else ir.SeqStmt(())
     return ir.IfThenElse(cond, stmt)
 
 

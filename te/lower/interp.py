@@ -397,7 +397,7 @@ class _Compiler:
     def expr_Select(self, e: E.Select) -> Callable:
         c, t, f = self.expr(e.cond), self.expr(e.true_value), self.expr(e.false_value)
         if dt.lanes(e.cond.dtype) > 1:
-            return lambda: np.where(c(), t(), f())
+            return lambda: _vector_select(c(), t, f)
         return lambda: t() if c() else f()
 
     def expr_Call(self, e: E.Call) -> Callable:
@@ -449,3 +449,13 @@ class _Compiler:
                 raise _oob(b, i, arr.size, "load from")
             return arr[i]
         return load
+
+
+def _vector_select(cond, t: Callable, f: Callable):
+    """Lane-wise select that evaluates a side only when some lane takes it: a broadcast
+    condition guarding an out-of-bounds read (padding) must not read, as in the codegen."""
+    if cond.all():
+        return t()
+    if not cond.any():
+        return f()
+    return np.where(cond, t(), f())

@@ -55,7 +55,7 @@ def lower(sch: Schedule, args: list, name: str = "main", dump_after: str | None 
         raise LoweringError(f"te.lower: name must be an identifier, got {name!r}")
     dump_after = dump_after or os.environ.get("TE_DUMP_IR")
     tensors = _check_args(sch, args)
-    _check_attachments(sch)
+    _check_attachments(sch, tensors)
     body = schedule_to_stmt(sch, tensors)
     params, body = storage_flatten(body, tensors)
     func = ir.PrimFunc(name, params, _scalar_params(tensors), body)
@@ -104,10 +104,15 @@ def _check_args(sch: Schedule, args) -> list:
     return tensors
 
 
-def _check_attachments(sch: Schedule) -> None:
+def _check_attachments(sch: Schedule, tensors: list) -> None:
     for st in sch.stages:
         if st.attach_type != SCOPE:
             continue
+        if any(t.op is st.op for t in tensors):
+            raise LoweringError(f"stage '{st.name}' is passed in args but computed inside "
+                                f"loop '{st.attach_ivar.var.name}' of '{st.attach_stage.name}', "
+                                f"which computes only the part that loop needs; use "
+                                f"compute_root for a tensor you pass in args")
         parent = st.attach_stage
         if parent.attach_type == INLINE:
             raise LoweringError(f"stage '{st.name}' is computed at '{parent.name}', which is "

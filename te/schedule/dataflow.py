@@ -192,8 +192,10 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0):
     idx.insert(factor_axis, kr.var)
     loads = tuple(TensorLoad(rf_op.output_dtype(k), rf_op.output(k), tuple(idx))
                   for k in range(rf_op.num_outputs))
-    new_body = tuple(Reduce(b.dtype, first.combiner, loads, (kr,), E.const(True), b.value_index)
-                     for b in op.body)
+    # init= (if any) applies once, to the final reduction; the partial sums start at the
+    # combiner's identity. Its axis references stay valid: new_op keeps op.axis.
+    new_body = tuple(Reduce(b.dtype, first.combiner, loads, (kr,), E.const(True), b.value_index,
+                            first.init) for b in op.body)
     new_op = ComputeOp(op.name, op.tag, op.attrs, op.axis, (kr,), new_body)
     st.op = new_op
     sch.stage_map[new_op] = st

@@ -94,6 +94,10 @@ class Stage:
         if iv not in self.leaf_iter_vars:
             state = "has already been split or fused" if iv in self.all_iter_vars else \
                 "does not belong to this stage"
+            if iv.iter_type == REDUCE and iv not in self.all_iter_vars and \
+                    isinstance(self.op, ComputeOp) and self.op.reduce_axis:
+                state += (" (a reduce axis shared by several computes belongs to the first; "
+                          "use s[T].op.reduce_axis for this one)")
             leaves = ", ".join(v.var.name for v in self.leaf_iter_vars)
             raise ScheduleError(f"{who} on stage '{self.name}': {param} '{iv.var.name}' "
                                 f"{state}; the current loops are: {leaves}")
@@ -267,10 +271,14 @@ class Stage:
             raise ScheduleError(f"compute_at on stage '{self.name}': parent must be a stage "
                                 f"of the same schedule (s[tensor]), got {parent!r}")
         self._check_placeable("compute_at")
-        parent._check_leaf(scope, "compute_at", "scope")
         if parent is self:
             raise ScheduleError(f"compute_at on stage '{self.name}': cannot attach a stage "
                                 f"to itself")
+        if self.is_output:
+            raise ScheduleError(f"compute_at on stage '{self.name}': it is an output of the "
+                                f"schedule and must be computed whole; only intermediate "
+                                f"stages can be computed inside another stage's loops")
+        parent._check_leaf(scope, "compute_at", "scope")
         if not self.schedule.depends_on(parent, self):
             raise ScheduleError(f"compute_at on stage '{self.name}': stage '{parent.name}' "
                                 f"does not read '{self.name}', so '{self.name}' cannot be "
