@@ -1,8 +1,9 @@
 """Every error the compiler raises on purpose.
 
 Imports only runtime.errors, whose ArgumentError (raised by built modules when called with
-bad arguments, also when loaded without te) is re-exported here. Each layer raises the subclass that names the step that
-refused the input, with a message that names the parameter, what was expected and what came.
+bad arguments, also when loaded without te) is re-exported here. Each layer raises the
+subclass that names the step that refused the input, with a message that names the
+parameter, what was expected and what came.
 """
 
 from runtime.errors import ArgumentError  # noqa: F401  (re-exported)

@@ -292,27 +292,40 @@ def _operands(a, b) -> tuple[Expr, Expr]:
     return ea, eb
 
 
+def _floor_float(x, y):
+    return math.floor(x / y)
+
+
+# Constant folding: op -> (integer rule, float rule). Integer results are wrapped to the
+# dtype by the caller; division by zero is never folded (the generated code decides).
+_FOLD = {
+    "add": (lambda x, y: x + y, lambda x, y: x + y),
+    "sub": (lambda x, y: x - y, lambda x, y: x - y),
+    "mul": (lambda x, y: x * y, lambda x, y: x * y),
+    "div": (None, lambda x, y: x / y),
+    "floordiv": (lambda x, y: x // y, _floor_float),
+    "floormod": (lambda x, y: x % y, lambda x, y: x - _floor_float(x, y) * y),
+    "truncdiv": (lambda x, y: _truncdiv(x, y), lambda x, y: math.trunc(x / y)),
+    "truncmod": (lambda x, y: x - _truncdiv(x, y) * y, math.fmod),
+    "min": (min, min),
+    "max": (max, max),
+    "lt": (lambda x, y: x < y,) * 2,
+    "le": (lambda x, y: x <= y,) * 2,
+    "gt": (lambda x, y: x > y,) * 2,
+    "ge": (lambda x, y: x >= y,) * 2,
+    "eq": (lambda x, y: x == y,) * 2,
+    "ne": (lambda x, y: x != y,) * 2,
+}
+
+
 def _fold(op: str, x, y, dtype: str):
     """Fold an operation on two Python constants; None when it cannot be folded."""
-    if op in ("floordiv", "floormod", "truncdiv", "truncmod", "div") and y == 0:
+    rules = _FOLD.get(op)
+    if rules is None or (op in ("div", "floordiv", "floormod", "truncdiv", "truncmod")
+                         and y == 0):
         return None
-    if op == "add": return x + y
-    if op == "sub": return x - y
-    if op == "mul": return x * y
-    if op == "div": return x / y
-    if op == "floordiv": return x // y if dt.is_integral(dtype) else math.floor(x / y)
-    if op == "floormod": return x % y if dt.is_integral(dtype) else x - math.floor(x / y) * y
-    if op == "truncdiv": return _truncdiv(x, y) if dt.is_integral(dtype) else math.trunc(x / y)
-    if op == "truncmod": return x - _truncdiv(x, y) * y if dt.is_integral(dtype) else math.fmod(x, y)
-    if op == "min": return min(x, y)
-    if op == "max": return max(x, y)
-    if op == "lt": return x < y
-    if op == "le": return x <= y
-    if op == "gt": return x > y
-    if op == "ge": return x >= y
-    if op == "eq": return x == y
-    if op == "ne": return x != y
-    return None
+    rule = rules[1] if dt.is_float(dtype) else rules[0]
+    return None if rule is None else rule(x, y)
 
 
 def binary(op: str, a, b) -> Expr:

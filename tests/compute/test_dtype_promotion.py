@@ -83,7 +83,8 @@ def test_unknown_dtype_names_the_parameter():
 
 
 def test_math_intrinsics_need_floats():
-    with pytest.raises(te.DTypeError, match=r"te.exp: expected a float expression, got dtype int32"):
+    with pytest.raises(te.DTypeError,
+                       match=r"te.exp: expected a float expression, got dtype int32"):
         te.exp(te.var("i"))
 
 
