@@ -17,13 +17,15 @@ from ..lower.build_loops import schedule_to_stmt
 from ..lower.passes.storage_flatten import storage_flatten
 from ..lower.visitor import stmt_children
 
+NATIVE_LANES = [8]   # float32 lanes of a native vector; set by extract() from the host
 KINDS = (ir.SERIAL, ir.PARALLEL, ir.VECTORIZED, ir.UNROLLED)
 INNER = 4          # innermost loops described one by one
 LEVELS = 5         # footprint levels
 NAMES = (["n_loops", "depth", "parallel_ext", "vector_lanes", "unroll_ext", "n_stores",
           "flops", "bytes", "arith_intensity", "loads_s0", "loads_s1", "loads_sN",
           "stores_s1", "stores_sN", "vector_loads", "n_allocs", "alloc_bytes",
-          "guards"]
+          "guards", "acc_bytes", "acc_vregs", "vec_native_mult", "vec_native_ratio",
+          "unroll_body", "unroll_inner", "reduce_outside_tile", "global_allocs"]
          + [f"inner{k}_{w}" for k in range(INNER) for w in ("ext",) + KINDS]
          + [f"footprint{k}" for k in range(LEVELS)])
 
@@ -95,6 +97,10 @@ class _Walker:
             self.f["n_allocs"] += 1
             ext = s.extent.value if isinstance(s.extent, E.Const) else 1
             self.f["alloc_bytes"] += ext * 4
+            if s.buffer.scope == "local":   # the accumulator tile of a cache_write
+                self.f["acc_bytes"] = max(self.f["acc_bytes"], ext * 4)
+            else:
+                self.f["global_allocs"] += 1
         if isinstance(s, ir.IfThenElse):
             guards += 1
         if isinstance(s, ir.Store):
@@ -140,7 +146,33 @@ class _Walker:
         if count > self.heaviest:
             self.heaviest = count
             self.innermost = list(zip(loops, exts))
+            self._micro_kernel(s, loops, exts, lanes)
             self.footprints = self._footprints(s, loads, loops, exts)
+
+    def _micro_kernel(self, s, loops, exts, lanes) -> None:
+        """What makes a register-blocked kernel: vector width against the native one,
+        the unrolled body around the store, and whether the store's own index is constant
+        over the loops outside the unrolled/vector part (the reduction runs outside a tile
+        that stays in registers)."""
+        f = self.f
+        vec = lanes
+        for lp, ext in zip(loops, exts):
+            if lp.kind == ir.VECTORIZED:
+                vec = max(vec, ext)
+        native = NATIVE_LANES[0]
+        f["vec_native_mult"] = 1.0 if vec > 1 and vec % native == 0 else 0.0
+        f["vec_native_ratio"] = vec / native
+        body, k = 1.0, len(loops) - 1
+        while k >= 0 and loops[k].kind in (ir.UNROLLED, ir.VECTORIZED):
+            if loops[k].kind == ir.UNROLLED:
+                body *= exts[k]
+            k -= 1
+        f["unroll_body"] = body
+        f["unroll_inner"] = float(sum(1 for lp in loops if lp.kind == ir.UNROLLED))
+        if k >= 0:  # the first loop outside the unrolled/vector part: a reduction loop?
+            f["reduce_outside_tile"] = 1.0 if _coef(s.index, loops[k].loop_var) == 0.0 \
+                else 0.0
+        f["acc_vregs"] = f["acc_bytes"] / (4.0 * native)
 
     @staticmethod
     def _footprints(s, loads, loops, exts) -> list:
@@ -171,6 +203,8 @@ def lower_for_features(sch, args) -> ir.PrimFunc:
 
 def extract(func: ir.PrimFunc) -> list:
     """The feature vector (len(NAMES) floats) of a lowered function."""
+    from .auto_space import vector_lanes
+    NATIVE_LANES[0] = vector_lanes("float32")
     w = _Walker()
     w.walk(func.body, [], 0)
     f = w.f

@@ -72,6 +72,8 @@ class XGBTuner(Tuner):
 
     Candidates: random configs plus one-knob mutations of the best measured ones. A share
     `epsilon` of each batch is random, for exploration; the model retrains on every update.
+    Before the model has data, a batch is the default config (option 0 of every knob: the
+    space's prior), one-knob variations of it and random configs.
     """
 
     def __init__(self, space: ConfigSpace, featurize, seed: int | None = None,
@@ -93,7 +95,7 @@ class XGBTuner(Tuner):
     def _mutations(self, count: int, exclude: set) -> list:
         """One-knob changes of the best measured configs (local search around them)."""
         ranked = sorted((c for c in self.history if math.isfinite(c[1])), key=lambda c: c[1])
-        parents = [c for c, _ in ranked[:8]]
+        parents = [c for c, _ in ranked[:8]] or [self.space.default()]
         names = [k for k, knob in self.space.knobs.items() if len(knob.options) > 1]
         out = []
         for _ in range(count * 3):
@@ -113,7 +115,16 @@ class XGBTuner(Tuner):
 
     def next_batch(self, n: int) -> list:
         if not self.model.trained or len(self.xs) < self.min_train:
-            return self._random_unvisited(n, set())
+            # Cold start: the default config (the space's prior: a register-tiled,
+            # vectorized, parallel kernel), one-knob variations of it, and random ones.
+            exclude: set = set()
+            out = []
+            default = self.space.default()
+            if default.index not in self.visited:
+                exclude.add(default.index)
+                out.append(default)
+            out += self._mutations(max(0, n // 2 - len(out)), exclude)
+            return out + self._random_unvisited(n - len(out), exclude)
         exclude: set = set()
         pool = self._mutations(self.n_screen // 2, exclude)
         pool += self._random_unvisited(self.n_screen - len(pool), exclude)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import te
-from te.autotune.auto_space import auto_schedule, default_args
+from te.autotune import features as F
+from te.autotune.auto_space import auto_schedule, default_args, vector_lanes
 from te.autotune.space import ConfigSpace
 from te.compute import ops
 from te.compute.tensor import PlaceholderOp
@@ -101,15 +102,67 @@ def test_space_is_static_and_replays_deterministically():
     assert str(te.lower(s1, a1)) == str(te.lower(s2, a2))
 
 
-def test_reduction_output_gets_tiling_knobs():
+def test_reduction_output_gets_micro_kernel_knobs():
     space = ConfigSpace()
     auto_schedule(space, GRAPHS["matmul"])
     names = set(space.knobs)
-    assert {"T_matmul.tile_i", "T_matmul.tile_j", "T_matmul.tile_k", "T_matmul.order",
-            "T_matmul.vec", "T_matmul.unroll", "T_matmul.fuse_parallel",
-            "T_matmul.cache"} <= names
-    # non-dividing factors are allowed (19 is prime)
-    assert any(v[2] not in (1, 19) for v in space.knobs["T_matmul.tile_i"].options)
+    assert {"T_matmul.nr", "T_matmul.mr", "T_matmul.mc", "T_matmul.kc", "T_matmul.order",
+            "T_matmul.parallel", "T_matmul.pack", "T_matmul.cache"} <= names
+    # B[k, j] streams as a panel: packing is a choice
+    assert set(space.knobs["T_matmul.pack"].options) == {True, False}
+
+
+def test_default_matmul_is_a_register_blocked_micro_kernel():
+    """Option 0 of every knob: B packed into nr-wide panels, an mr x nr local tile with the
+    k loop outside it, rows unrolled, nr a multiple of the native vector width, parallel."""
+    A = te.placeholder((64, 64), name="A")
+    B = te.placeholder((64, 96), name="B")
+    out = ops.matmul(A, B)
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    cfg = space.default()
+    lanes = vector_lanes("float32")
+    nr, mr = cfg["T_matmul.nr"].val, cfg["T_matmul.mr"].val
+    assert nr % lanes == 0 and nr <= 4 * lanes and 2 <= mr <= 8
+    assert cfg["T_matmul.pack"].val is True and cfg["T_matmul.cache"].val is True
+    s, args = auto_schedule(cfg, out)
+    text = str(te.lower(s, args))
+    assert "T_matmul_pack" not in text and "B_pack" in text
+    assert "parallel for" in text and f"ramp(0, 1, {nr})" in text
+    assert "scope=local" in text
+    feats = dict(zip(F.NAMES, F.extract(F.lower_for_features(s, args))))
+    assert feats["vec_native_mult"] > 0 and feats["reduce_outside_tile"] > 0
+    assert feats["acc_bytes"] > 0 and feats["unroll_body"] > 1
+
+
+@pytest.mark.parametrize("name", ["batch_matmul", "matmul_bt"])
+def test_every_knob_option_is_correct(name):
+    """One-knob variations of the default config: every option of every knob (pack on and
+    off, each tile size, cache, order, parallel mode) builds and gives numpy's answer."""
+    out = GRAPHS[name] if name in GRAPHS else _matmul_bt()
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    args = default_args(out)
+    inputs = _inputs(args, np.random.default_rng(1))
+    want = _run(te.create_schedule(out.op), args, inputs)
+    base = space.default().values
+    for knob_name, knob in space.knobs.items():
+        for opt in knob.options[1:]:
+            values = dict(base)
+            values[knob_name] = list(opt) if isinstance(opt, tuple) else opt
+            cfg = space.from_json_dict({"knobs": values})
+            s, a = auto_schedule(cfg, out)
+            for g, w in zip(_run(s, a, inputs), want):
+                np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4,
+                                           err_msg=f"{name} config {cfg}")
+
+
+def _matmul_bt():
+    """C = A @ B.T, B read as B[j, k]: strided along j, packing transposes it."""
+    A = te.placeholder((10, 21), name="A")
+    B = te.placeholder((37, 21), name="B")
+    k = te.reduce_axis((0, 21), name="k")
+    return te.compute((10, 37), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="C")
 
 
 def test_scalar_reduction_gets_rfactor_knob():

@@ -73,13 +73,15 @@ def test_failed_trials_are_recorded_in_history():
 
 
 def _synthetic_cost(cfg) -> float:
-    """A deterministic 'time' that prefers 16x16 tiles, k tile 8, vectorization."""
+    """A deterministic 'time' whose optimum is away from the default config: mr 2, row
+    blocks of 4 tiles, k unrolled by 8, the local accumulator, no packing."""
     v = cfg.values
     t = 1.0
-    for name in ("T_matmul.tile_i", "T_matmul.tile_j"):
-        t += abs(math.log2(v[name][1] * v[name][2]) - 4)
-    t += abs(math.log2(v["T_matmul.tile_k"][1]) - 3) * 0.5
-    t += 0 if v["T_matmul.vec"] else 2
+    t += abs(math.log2(v["T_matmul.mr"]) - 1)
+    t += abs(math.log2(v["T_matmul.mc"]) - 2) * 0.5
+    t += abs(math.log2(v["T_matmul.kc"]) - 3) * 0.5
+    t += 0 if v["T_matmul.cache"] else 2
+    t += 1 if v["T_matmul.pack"] else 0
     return t * 1e-3
 
 
