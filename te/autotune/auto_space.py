@@ -3,15 +3,25 @@
 Takes the output tensors (constant shapes) and a config (ConfigSpace to collect knobs,
 ConfigEntity to apply them); gives (schedule, args). Knobs are defined unconditionally, in
 the same order for every config, so the space is static; a knob that does not apply to a
-branch is ignored. Policy, per stage of the original graph:
-  * injective non-outputs: inlined (knob: compute_root instead);
-  * outputs with a reduction: cache_write local (knob) + compute_at the outer tile,
-    multi-level splits of spatial axes (3 levels) and of the first reduction axis
-    (2 levels), loop-order knob, vectorize innermost, unroll knob, parallel over fused
-    outer loops; with little spatial parallelism, an rfactor knob instead;
+branch is ignored. Option 0 of every knob is the expected best, so the default config (and
+the xgb tuner's cold start around it) is already a good kernel. Policy, per stage:
+  * reduction outputs: a register-blocked micro-kernel. Spatial axes ..., f, i, j get
+    register tiles fr x mr x nr, nr a multiple of the host's vector width (AVX-512: 16
+    float32 lanes, AVX2: 8); the tile accumulates in a cache_write local buffer computed at
+    the row-block loop (mc tiles of rows), the reduction loops run outside the tile (k split
+    by kc and unrolled, small reduction axes unrolled), the tile rows are unrolled and its
+    last axis vectorized, and the outer tiles are fused and parallel. Knob `pack`: the input
+    that the tile streams as a panel (B of A[i,k]*B[k,j], or B[j,k]) is first copied into
+    [.., j // nr, k, j % nr] panels by a compute built from the operator's own index
+    expressions (a graph rewrite, before the schedule exists). With little spatial
+    parallelism, an rfactor knob instead;
+  * injective non-outputs: inlined, computed at their reader's row loop, or at root
+    (read by several stages, like softmax's exp, the row loop is the default);
   * injective outputs: fuse outer axes + parallel, split + vectorize the last axis;
-  * non-output reductions: computed at the output's row loop (knob) or at root.
-Imports te.compute, te.schedule and space.
+  * non-output reductions: at the reader's row loop (or root), as vector-wide partial
+    results (rfactor over the native lanes, vectorized) when the row is long.
+Imports te.compute, te.schedule, te.dtype, space, workload; llvmlite lazily (host
+features).
 """
 from __future__ import annotations
 
@@ -89,16 +99,22 @@ def auto_schedule(cfg, outputs, args=None):
         ops = [swap.get(op, op) for op in ops]
     cons = _consumers(ops)
     s = create_schedule(out_ops)
-    inlined = set()
+    inlined, deferred = set(), []
     for op in ops:  # 1. inline injective producers first: later steps read the result
-        if op in out_ops or op.is_reduction:
+        if op in out_ops or op.is_reduction or op in packs.values():
             continue
-        name = prefix[op] + ".inline"
-        cfg.define_knob(name, [True, False])
+        name = prefix[op] + ".place"
+        # read by several stages: inlining recomputes it in each (softmax's exp), so the
+        # default computes it once per row of its reader instead
+        places = ["reader", "inline", "root"] if len(cons[op]) > 1 else \
+            ["inline", "reader", "root"]
+        cfg.define_knob(name, places)
         _define_injective(cfg, op, prefix[op] + ".root")
-        if cfg[name].val:
+        if cfg[name].val == "inline":
             s[op].compute_inline()
             inlined.add(op)
+        elif cfg[name].val == "reader":
+            deferred.append(op)
         else:
             _schedule_injective(cfg, s, op, prefix[op] + ".root")
     main_loop = {}
@@ -109,33 +125,51 @@ def auto_schedule(cfg, outputs, args=None):
             main_loop[op] = _schedule_reduction(cfg, s, op, prefix[op], packs.get(op))
         else:
             main_loop[op] = _schedule_injective(cfg, s, op, prefix[op])
-    for op in ops:  # 3. reductions that feed an output
-        if op in out_ops or not op.is_reduction:
-            continue
-        _place_reduction(cfg, s, op, prefix[op], _final_reader(op, cons, inlined, out_ops),
-                         main_loop)
+    # 3. the other stages, consumers before producers: at their reader's row loop when
+    # every stage that reads them runs in that loop too, else at root
+    attached: dict = {}
+    for op in reversed(ops):
+        if op.is_reduction and op not in out_ops:
+            reader = _attach_target(op, cons, inlined, out_ops, attached)
+            if _place_reduction(cfg, s, op, prefix[op], reader, main_loop):
+                attached[op] = reader
+        elif op in deferred:
+            reader = _attach_target(op, cons, inlined, out_ops, attached)
+            loop = main_loop.get(reader) if reader is not None else None
+            if loop is None:
+                _schedule_injective(cfg, s, op, prefix[op] + ".root")
+                continue
+            attached[op] = reader
+            s[op].compute_at(s[reader], loop)
+            vec = cfg[prefix[op] + ".root.vec"].val
+            if op.axis and vec > 1:
+                _, li = s[op].split(op.axis[-1], factor=vec)
+                s[op].vectorize(li)
     return s, args
 
 
-def _final_reader(op, cons: dict, inlined: set, out_ops: list):
-    """The one output that reads `op` (through inlined stages only), or None."""
-    readers, todo = set(), list(cons[op])
+def _attach_target(op, cons: dict, inlined: set, out_ops: list, attached: dict):
+    """The one output in whose row loop every reader of `op` (through inlined stages)
+    runs: the output itself, or a stage attached there. None if there is no such output."""
+    targets, todo = set(), list(cons[op])
     while todo:
         r = todo.pop()
         if r in inlined:
             todo.extend(cons[r])
+        elif r in out_ops:
+            targets.add(r)
         else:
-            readers.add(r)
-    if len(readers) == 1:
-        (r,) = readers
-        if r in out_ops:
-            return r
+            targets.add(attached.get(r))
+    if len(targets) == 1:
+        (t,) = targets
+        return t
     return None
 
 
 def _define_injective(cfg, op, pfx: str) -> None:
     last = static_extent(op.axis[-1]) if op.axis else 1
     vec_opts = [v for v in (8, 16, 4, 1) if v <= max(last, 1)] or [1]
+    vec_opts = _preferred(vec_opts, vector_lanes(op.output_dtype(0)))
     cfg.define_knob(pfx + ".vec", vec_opts)
     cfg.define_knob(pfx + ".parallel", [True, False])
 
@@ -158,18 +192,42 @@ def _schedule_injective(cfg, s, op, pfx: str):
     return row if outer is not None else None
 
 
-def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict) -> None:
+def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict) -> bool:
+    """A reduction feeding an output (softmax max/sum, layernorm mean/var): computed at
+    the reader's row loop or at root, optionally as vector-wide partial results (rfactor
+    over `lanes` of the reduction axis, the lane axis innermost and vectorized)."""
     name = pfx + ".at"
-    cfg.define_knob(name, ["root", "reader"])
+    cfg.define_knob(name, ["reader", "root"])
     cfg.define_knob(pfx + ".parallel", [True, False])
+    lanes = vector_lanes(op.output_dtype(0))
+    rext = [static_extent(iv) for iv in op.reduce_axis]
+    can = op.num_outputs == 1 and len(rext) == 1 and rext[0] >= 2 * lanes
+    cfg.define_knob(pfx + ".lanes", [True, False] if can else [False])
     st = s[op]
     loop = main_loop.get(reader) if reader is not None else None
-    if cfg[name].val == "reader" and loop is not None:
+    at_reader = cfg[name].val == "reader" and loop is not None
+    rf = None
+    if cfg[pfx + ".lanes"].val:
+        _, ki = st.split(op.reduce_axis[0], factor=lanes)
+        rf = s.rfactor(op.output(0), ki, factor_axis=len(op.axis))
+        rst = s[rf]
+        lane = rst.op.axis[-1]
+        rst.reorder(*(list(rst.op.axis[:-1]) + list(rst.op.reduce_axis) + [lane]))
+        rst.vectorize(lane)
+    if at_reader:
+        if rf is not None:
+            s[rf].compute_at(s[reader], loop)
         st.compute_at(s[reader], loop)
-        return
+        return True
     spatial = list(op.axis)
-    if spatial and cfg[pfx + ".parallel"].val:
-        st.parallel(st.fuse(*spatial) if len(spatial) > 1 else spatial[0])
+    if not spatial:
+        return False
+    row = st.fuse(*spatial) if len(spatial) > 1 else spatial[0]
+    if cfg[pfx + ".parallel"].val:
+        st.parallel(row)
+    if rf is not None:
+        s[rf].compute_at(st, row)
+    return False
 
 
 def vector_lanes(dtype: str = "float32") -> int:

@@ -178,3 +178,16 @@ def test_symbolic_shapes_are_rejected_with_a_plain_message():
     Y = te.compute((n, 4), lambda i, j: X[i, j] + 1.0, name="Y")
     with pytest.raises(te.ArgumentError, match="symbolic extent"):
         auto_schedule(ConfigSpace(), Y)
+
+
+def test_default_softmax_is_one_pass_per_row():
+    """exp is read by the sum and the normalization: by default it is computed once per
+    row at the output's row loop, and both reductions are vector partial sums there."""
+    X = te.placeholder((8, 64), name="X")
+    out = ops.softmax(X)
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    s, args = auto_schedule(space.default(), out)
+    text = str(te.lower(s, args))
+    assert text.count("parallel for") == 1
+    assert text.count("exp(") == 1 and ".rf[" in text
