@@ -105,9 +105,14 @@ def auto_schedule(cfg, outputs, args=None):
             continue
         name = prefix[op] + ".place"
         # read by several stages: inlining recomputes it in each (softmax's exp), so the
-        # default computes it once per row of its reader instead
-        places = ["reader", "inline", "root"] if len(cons[op]) > 1 else \
-            ["inline", "reader", "root"]
+        # default computes it once per row of its reader instead; a conditional body
+        # (padding) inlined into a reduction blocks its vectorization: root by default
+        if len(cons[op]) > 1:
+            places = ["reader", "inline", "root"]
+        elif _has_select(op) and any(c.is_reduction for c in cons[op]):
+            places = ["root", "inline", "reader"]
+        else:
+            places = ["inline", "reader", "root"]
         cfg.define_knob(name, places)
         _define_injective(cfg, op, prefix[op] + ".root")
         if cfg[name].val == "inline":
@@ -146,6 +151,12 @@ def auto_schedule(cfg, outputs, args=None):
                 _, li = s[op].split(op.axis[-1], factor=vec)
                 s[op].vectorize(li)
     return s, args
+
+
+def _has_select(op) -> bool:
+    found = []
+    E.pre_order(op.body[0], lambda x: found.append(x) if isinstance(x, E.Select) else None)
+    return bool(found)
 
 
 def _attach_target(op, cons: dict, inlined: set, out_ops: list, attached: dict):
@@ -268,6 +279,8 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
     nr_opts = [m * lanes for m in (1, 2, 3, 4) if m * lanes <= max(last, lanes)]
     if last < lanes:
         nr_opts = [last]
+    elif not any(last % o == 0 for o in nr_opts) and last % (lanes // 2) == 0 and lanes >= 16:
+        nr_opts = [lanes // 2] + nr_opts   # 56 wide on AVX-512: half vectors, no tail
     ideal_nr = 2 * lanes if lanes >= 16 else 3 * lanes
     # prefer a width that divides the axis (no tail), the widest up to the ideal one
     fits = [o for o in nr_opts if last % o == 0 and o <= ideal_nr]
