@@ -14,12 +14,15 @@ Promotion (binary arithmetic and comparisons of two expressions):
 """
 from __future__ import annotations
 
+import functools
+
 from .errors import DTypeError
 
 SCALAR_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                  "uint64", "float16", "float32", "float64")
 
 
+@functools.lru_cache(maxsize=256)
 def split_lanes(dtype: str) -> tuple[str, int]:
     """'float32x8' -> ('float32', 8); 'int32' -> ('int32', 1)."""
     if "x" in dtype:

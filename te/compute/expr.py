@@ -404,27 +404,57 @@ def call_extern(dtype: str, name: str, *args) -> Expr:
 # ---------------------------------------------------------------------------------------
 # Generic traversal used by every layer: children, rebuilding, substitution, equality.
 
+# Per node class: its sub-expressions, and how to rebuild it with new ones (same order).
+# A table lookup by exact type keeps these two hot functions cheap. Nodes defined in later
+# layers (ir.Load) provide expr_children / with_expr_children methods instead.
+_CHILDREN = {
+    Var: lambda e: (),
+    Const: lambda e: (),
+    Cast: lambda e: (e.value,),
+    Not: lambda e: (e.a,),
+    Binary: lambda e: (e.a, e.b),
+    Select: lambda e: (e.cond, e.true_value, e.false_value),
+    Call: lambda e: e.args,
+    TensorLoad: lambda e: e.indices,
+    Reduce: lambda e: e.source + (e.condition,) + e.init,
+    Ramp: lambda e: (e.base, e.stride),
+    Broadcast: lambda e: (e.value,),
+}
+
+
+def _new(e, **fields):
+    """A copy of frozen node e with some fields replaced (dataclasses.replace, but cheaper:
+    nodes have no __post_init__ or init-only fields)."""
+    out = object.__new__(type(e))
+    out.__dict__.update(e.__dict__)
+    out.__dict__.update(fields)
+    return out
+
+
+def _reduce_with(e, new):
+    n = len(e.source)
+    return _new(e, source=tuple(new[:n]), condition=new[n], init=tuple(new[n + 1:]))
+
+
+_WITH_CHILDREN = {
+    Cast: lambda e, new: _new(e, value=new[0]),
+    Not: lambda e, new: _new(e, a=new[0]),
+    Binary: lambda e, new: _new(e, a=new[0], b=new[1]),
+    Select: lambda e, new: _new(e, cond=new[0], true_value=new[1], false_value=new[2]),
+    Call: lambda e, new: _new(e, args=tuple(new)),
+    TensorLoad: lambda e, new: _new(e, indices=tuple(new)),
+    Reduce: _reduce_with,
+    Ramp: lambda e, new: _new(e, base=new[0], stride=new[1]),
+    Broadcast: lambda e, new: _new(e, value=new[0]),
+}
+
+
 def children(e: Expr) -> tuple:
     """The sub-expressions of `e`, in field order."""
-    if isinstance(e, (Var, Const)):
-        return ()
-    if isinstance(e, (Cast, Not)):
-        return (e.value if isinstance(e, Cast) else e.a,)
-    if isinstance(e, Binary):
-        return (e.a, e.b)
-    if isinstance(e, Select):
-        return (e.cond, e.true_value, e.false_value)
-    if isinstance(e, Call):
-        return e.args
-    if isinstance(e, TensorLoad):
-        return e.indices
-    if isinstance(e, Reduce):
-        return e.source + (e.condition,) + e.init
-    if isinstance(e, Ramp):
-        return (e.base, e.stride)
-    if isinstance(e, Broadcast):
-        return (e.value,)
-    kids = getattr(e, "expr_children", None)  # nodes defined in later layers (Load)
+    rule = _CHILDREN.get(type(e))
+    if rule is not None:
+        return rule(e)
+    kids = getattr(e, "expr_children", None)
     if kids is not None:
         return kids()
     raise TEError(f"unknown expression node {type(e).__name__}")
@@ -435,26 +465,9 @@ def with_children(e: Expr, new: tuple) -> Expr:
     old = children(e)
     if len(old) == len(new) and all(x is y for x, y in zip(old, new)):
         return e
-    if isinstance(e, Cast):
-        return dataclasses.replace(e, value=new[0])
-    if isinstance(e, Not):
-        return dataclasses.replace(e, a=new[0])
-    if isinstance(e, Binary):
-        return dataclasses.replace(e, a=new[0], b=new[1])
-    if isinstance(e, Select):
-        return dataclasses.replace(e, cond=new[0], true_value=new[1], false_value=new[2])
-    if isinstance(e, Call):
-        return dataclasses.replace(e, args=tuple(new))
-    if isinstance(e, TensorLoad):
-        return dataclasses.replace(e, indices=tuple(new))
-    if isinstance(e, Reduce):
-        n = len(e.source)
-        return dataclasses.replace(e, source=tuple(new[:n]), condition=new[n],
-                                   init=tuple(new[n + 1:]))
-    if isinstance(e, Ramp):
-        return dataclasses.replace(e, base=new[0], stride=new[1])
-    if isinstance(e, Broadcast):
-        return dataclasses.replace(e, value=new[0])
+    rule = _WITH_CHILDREN.get(type(e))
+    if rule is not None:
+        return rule(e, new)
     return e.with_expr_children(tuple(new))
 
 
