@@ -115,17 +115,31 @@ def measure(worker: RefWorker, mod, xs: list, case: str, params: dict, threads: 
     return te_med, _spread(te_times), ratios, ref_s
 
 
+def _views(arrays: list, tensors: list) -> list:
+    """The arrays reshaped to the kernel's argument shapes; only no-copy views are allowed
+    (a kernel may take NCHW data as (C, H*W), never a copied layout)."""
+    out = []
+    for a, t in zip(arrays, tensors):
+        v = a.reshape(tuple(int(d) for d in t.shape))
+        assert np.shares_memory(v, a), f"{t.name}: reshape would copy"
+        out.append(v)
+    return out
+
+
 def _build_checked(sched_fn, sizes, case, params, out_shape):
+    """Build, run once and check against numpy; returns (module, the arrays to call it
+    with: the inputs then the output, as views shaped like the kernel's arguments)."""
     s, args = sched_fn(*sizes)
     mod = te.build(s, args)
     xs = refs.make_inputs(case, params)
     out = np.empty(out_shape, np.float32)
-    mod(*xs, out)
+    call = _views(xs + [out], args)
+    mod(*call)
     ref = refs.numpy_reference(case, params, xs)
     want = xs[0] if case == "copy" else (ref() if ref is not None else None)
     if want is not None:
         np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3)
-    return mod, xs + [out]
+    return mod, call
 
 
 def gemm_rows(workers, quick: bool, rounds: int) -> list:
@@ -164,9 +178,11 @@ def conv_rows(workers, quick: bool, rounds: int) -> list:
         p = dict(cin=cin, cout=cout, h=hw, w=hw, r=r, pad=pad)
         mod, xs = _build_checked(kernels.conv2d, (cin, cout, hw, hw, r, pad), "conv2d", p,
                                  (1, cout, hw, hw))
-        want = refs.onnxruntime_reference("conv2d", p, xs[:2], 1)
+        nchw = [x.reshape(s) for x, s in zip(xs, ((1, cin, hw, hw), (cout, cin, r, r)))]
+        want = refs.onnxruntime_reference("conv2d", p, nchw, 1)
         if want is not None:
-            np.testing.assert_allclose(xs[-1], want()[0], rtol=1e-3, atol=1e-3)
+            np.testing.assert_allclose(xs[-1].reshape(1, cout, hw, hw), want()[0],
+                                       rtol=1e-3, atol=1e-3)
         for threads in _thread_counts():
             t, sp, ratios, ref_s = measure(workers[threads], mod, xs, "conv2d", p, threads,
                                            rounds, kinds=("onnxruntime",))
