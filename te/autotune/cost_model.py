@@ -30,7 +30,11 @@ class XGBCostModel:
         dtrain.set_group([len(costs)])
         params = {"objective": "rank:pairwise", "max_depth": 6, "eta": 0.2,
                   "min_child_weight": 1, "subsample": 0.9, "colsample_bytree": 0.9,
-                  "seed": self.seed, "nthread": 1, "verbosity": 0}
+                  "seed": self.seed, "nthread": 1, "verbosity": 0,
+                  # xgboost >= 2 samples one pair per document by default: far too few
+                  # for a few hundred trials (held-out pairwise accuracy 0.67 -> 0.79 on
+                  # the matmul 1024 log with 32; benchmarks/TUNING.md)
+                  "lambdarank_pair_method": "mean", "lambdarank_num_pair_per_sample": 32}
         self.booster = xgb.train(params, dtrain, num_boost_round=self.num_boost_round)
 
     @property

@@ -137,8 +137,9 @@ def test_default_matmul_is_a_register_blocked_micro_kernel():
 
 @pytest.mark.parametrize("name", ["batch_matmul", "matmul_bt"])
 def test_every_knob_option_is_correct(name):
-    """One-knob variations of the default config: every option of every knob (pack on and
-    off, each tile size, cache, order, parallel mode) builds and gives numpy's answer."""
+    """One-knob variations of the default config: options of every knob (pack on and off,
+    the smallest and largest other tile sizes, cache, order, parallel mode) build and give
+    numpy's answer."""
     out = GRAPHS[name] if name in GRAPHS else _matmul_bt()
     space = ConfigSpace()
     auto_schedule(space, out)
@@ -147,7 +148,8 @@ def test_every_knob_option_is_correct(name):
     want = _run(te.create_schedule(out.op), args, inputs)
     base = space.default().values
     for knob_name, knob in space.knobs.items():
-        for opt in knob.options[1:]:
+        rest = knob.options[1:]
+        for opt in rest[:1] + rest[-1:] if len(rest) > 1 else rest:  # first and last
             values = dict(base)
             values[knob_name] = list(opt) if isinstance(opt, tuple) else opt
             cfg = space.from_json_dict({"knobs": values})
