@@ -19,7 +19,7 @@ def auto_schedule(outputs, args=None):
     from .auto_space import auto_schedule as generate
     space = ConfigSpace()
     generate(space, outputs, args)
-    rec = dispatch.dispatch_lookup(graph_key(outputs))
+    rec = dispatch.dispatch_lookup(graph_key(outputs), space)
     cfg = space.default() if rec is None else ConfigEntity.from_json_dict(space, rec.config)
     return generate(cfg, outputs, args)
 

@@ -71,7 +71,7 @@ class Template:
     def __call__(self, *args):
         """Outside tuning: the best recorded config under apply_history_best, else defaults."""
         space = self.space(*args)
-        best = dispatch_lookup(self.workload_key(args))
+        best = dispatch_lookup(self.workload_key(args), space)
         cfg = space if best is None else ConfigEntity.from_json_dict(space, best.config)
         return self.instantiate(cfg, *args)
 
@@ -100,10 +100,28 @@ class apply_history_best:
 
     def __init__(self, log: str, target: str = "llvm"):
         self.log, self.target = log, target
-        self.best = R.best_records(log, target=target, version=package_version())
+        version = package_version()
+        self.ranked: dict = {}   # workload -> successful Records, fastest first
+        for rec in R.load_records(log)[0]:
+            if rec.result.ok and rec.target == target and rec.version == version:
+                self.ranked.setdefault(rec.workload, []).append(rec)
+        for recs in self.ranked.values():
+            recs.sort(key=lambda r: r.result.median)
+        self.best = {k: v[0] for k, v in self.ranked.items()}
 
-    def lookup(self, key: str):
-        return self.best.get(key)
+    def lookup(self, key: str, space: ConfigSpace | None = None):
+        """The fastest record for `key`; with `space`, the fastest whose config is a
+        config of that space (records of an older space of the same workload are
+        skipped, not an error)."""
+        for rec in self.ranked.get(key, ()):
+            if space is None:
+                return rec
+            try:
+                ConfigEntity.from_json_dict(space, rec.config)
+            except ScheduleError:
+                continue
+            return rec
+        return None
 
     def __enter__(self):
         _stack("dispatch").append(self)
@@ -113,10 +131,11 @@ class apply_history_best:
         _stack("dispatch").pop()
 
 
-def dispatch_lookup(key: str):
-    """The best Record for `key` in the innermost apply_history_best context, or None."""
+def dispatch_lookup(key: str, space: ConfigSpace | None = None):
+    """The best Record for `key` (valid in `space`, if given) in the innermost
+    apply_history_best context, or None."""
     for ctx in reversed(_stack("dispatch")):
-        rec = ctx.lookup(key)
+        rec = ctx.lookup(key, space)
         if rec is not None:
             return rec
     return None

@@ -85,3 +85,26 @@ def test_records_are_plain_json_not_pickle(tmp_path):
     assert raw.startswith(b"{") and raw.endswith(b"}\n")
     src = open(R.__file__).read() + open(R.__file__.replace("records", "measure")).read()
     assert "import pickle" not in src
+
+
+def test_records_of_an_older_space_are_skipped_by_apply_history_best(tmp_path):
+    """A log written by an older automatic space (other knobs) for the same workload:
+    the fastest record that fits today's space is used, the rest are ignored."""
+    import te
+    from te.autotune.space import ConfigSpace
+    from te.autotune.auto_space import auto_schedule
+    from te.autotune.workload import graph_key, package_version
+    from te.compute import ops
+    A, B = te.placeholder((16, 16), name="A"), te.placeholder((16, 16), name="B")
+    C = ops.matmul(A, B)
+    space = ConfigSpace()
+    auto_schedule(space, C)
+    good = space.get(len(space) - 1).to_json_dict()
+    log = str(tmp_path / "old.jsonl")
+    key, ver = graph_key(C), package_version()
+    R.append_record(log, R.Record(key, "llvm", ver, {"knobs": {"T_matmul.tile_i": [-1, 4]}},
+                                  R.MeasureResult(costs=(1e-6,)), 1.0))
+    R.append_record(log, R.Record(key, "llvm", ver, good, R.MeasureResult(costs=(1e-3,)), 1.0))
+    s, args = te.autotune.load_best(log, C)
+    want, _ = auto_schedule(space.from_json_dict(good), C)
+    assert s.to_json() == want.to_json()
