@@ -1,8 +1,9 @@
 """The native thread pool behind `parallel` loops: libgomp, loaded once per process.
 
 Takes nothing; gives load() (makes GOMP_parallel / omp_* resolvable by the JIT),
-parallel_available(), num_threads() and set_num_threads(). libgomp is not fork-safe: processes
-that run kernels must start workers with `spawn` or `forkserver`. Imports stdlib and llvmlite.
+parallel_available(), num_threads() and set_num_threads(). libgomp is not fork-safe, so a
+fork()ed child runs parallel loops on 1 thread (its parent's pool threads do not exist there);
+use `spawn` or `forkserver` workers for parallel speed in children. Imports stdlib and llvmlite.
 """
 
 from __future__ import annotations
@@ -45,9 +46,17 @@ def load() -> bool:
             lib.omp_set_num_threads.argtypes = [ctypes.c_int]
             if not os.environ.get("OMP_NUM_THREADS"):
                 lib.omp_set_num_threads(_default_num_threads())
+            # With 1 thread GOMP_parallel runs the body inline and never touches the pool
+            # threads, which do not exist in a fork()ed child.
+            os.register_at_fork(after_in_child=_single_thread_after_fork)
         _libgomp = lib
         _loaded = True
     return _libgomp is not None
+
+
+def _single_thread_after_fork() -> None:
+    if _libgomp is not None:
+        _libgomp.omp_set_num_threads(1)
 
 
 def _default_num_threads() -> int:
