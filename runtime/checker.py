@@ -1,9 +1,9 @@
 """Argument checking for a kernel call: user arrays -> raw pointers and size-variable values.
 
-Takes a KernelSignature; gives ArgumentChecker, whose convert(args) validates numpy arrays or
-NDArrays against it (count, type, rank, dtype, contiguity, shape, size-variable binding) and
-returns the flat list that the native entry point takes. Every failure is an ArgumentError
-naming the argument, the expectation and what came. Imports numpy and runtime modules.
+Takes a KernelSignature; gives ArgumentChecker, whose convert(args) checks numpy arrays or
+NDArrays (count, type, rank, dtype, contiguity, shape, size variables, int32 index range,
+writeable and non-overlapping outputs) and returns what the native entry point takes. Each
+failure is an ArgumentError naming the argument, the expectation and what came. Imports numpy.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ def _probe_data_offset() -> int | None:
 
 
 _DATA_OFFSET = _probe_data_offset()
+# Kernels index with int32; the headroom covers loops split past the end (i * factor + j).
+INDEX_LIMIT = 2**31 - 2**20
 _read_pointer = ctypes.c_void_p.from_address
 
 
@@ -46,6 +48,7 @@ class _ArgCheck:
     dtype: np.dtype
     static_shape: tuple[int, ...] | None  # the whole shape when no entry is symbolic
     entries: tuple[tuple[int, int | str], ...]  # (dim, expected) pairs, in order
+    output: bool
 
 
 class ArgumentChecker:
@@ -57,7 +60,14 @@ class ArgumentChecker:
         self._names = tuple(arg.name for arg in signature.args)
         self._checks = tuple(_make_check(arg) for arg in signature.args)
         self._scalar_limits = tuple(
-            (scalar.name, int(np.iinfo(scalar.dtype).max)) for scalar in signature.scalars
+            (scalar.name, min(int(np.iinfo(scalar.dtype).max), INDEX_LIMIT - 1))
+            for scalar in signature.scalars
+        )
+        outputs = [k for k, arg in enumerate(signature.args) if arg.output]
+        # Each (output, other) pair once; two outputs are compared in one order only.
+        self._overlap_pairs = tuple(
+            (o, k) for o in outputs for k in range(len(signature.args))
+            if k != o and not (k in outputs and k < o)
         )
         self._scalar_dtypes = {scalar.name: scalar.dtype for scalar in signature.scalars}
         self._symbolic = bool(signature.scalars)
@@ -75,6 +85,7 @@ class ArgumentChecker:
             )
         # The hot path of every call: no message is formatted unless a check fails.
         raw: list[int] = []
+        sizes: list[int] = []
         bound: dict[str, tuple[int, str, int]] = {}
         for arg, check in zip(args, self._checks):
             if isinstance(arg, np.ndarray):
@@ -86,7 +97,8 @@ class ArgumentChecker:
                                     f"NDArray, got {type(arg).__name__}")
             if array.ndim != check.ndim or array.dtype != check.dtype:
                 _raise_rank_or_dtype(check, array)
-            if not array.flags.c_contiguous:
+            flags = array.flags
+            if not flags.c_contiguous:
                 raise ArgumentError(
                     f"argument '{check.name}': expected a C-contiguous array, got strides "
                     f"{array.strides} for shape {array.shape} (pass np.ascontiguousarray(...))"
@@ -104,10 +116,23 @@ class ArgumentChecker:
                             bound[expected] = (actual, check.name, dim)
                         elif previous[0] != actual:
                             _raise_shape(check, dim, expected, actual, previous)
+                # Static shapes are checked against the limit by te.build.
+                if array.size >= INDEX_LIMIT:
+                    raise ArgumentError(f"argument '{check.name}': {array.size} elements exceed "
+                                        "the int32 index range of this kernel")
+            if check.output and not flags.writeable:
+                raise ArgumentError(f"argument '{check.name}': expected a writeable array "
+                                    "(it is an output), got a read-only array")
             if _DATA_OFFSET:
                 raw.append(_read_pointer(id(array) + _DATA_OFFSET).value)
             else:
                 raw.append(array.ctypes.data)
+            sizes.append(array.nbytes)
+        for o, k in self._overlap_pairs:
+            # [raw, raw + size) intervals intersect; empty arrays overlap nothing.
+            if (sizes[o] and sizes[k]
+                    and raw[o] < raw[k] + sizes[k] and raw[k] < raw[o] + sizes[o]):
+                _raise_overlap(self._names[o], self._names[k])
         if self._symbolic:
             for name, limit in self._scalar_limits:
                 value = bound[name][0]
@@ -141,8 +166,18 @@ def _raise_shape(
     )
 
 
+def _raise_overlap(output: str, other: str) -> None:
+    raise ArgumentError(f"argument '{output}' overlaps argument '{other}' in memory; outputs "
+                        "must not alias inputs (kernel parameters are noalias)")
+
+
 def _raise_scalar_range(name: str, dtype: str, binding: tuple[int, str, int]) -> None:
     value, arg_name, arg_dim = binding
+    if value <= np.iinfo(dtype).max:
+        raise ArgumentError(
+            f"size variable '{name}' (bound from argument '{arg_name}' shape[{arg_dim}]): "
+            f"{value} exceeds the int32 index range of this kernel"
+        )
     raise ArgumentError(
         f"size variable '{name}' (bound from argument '{arg_name}' shape[{arg_dim}]): "
         f"expected a value that fits {dtype} (<= {np.iinfo(dtype).max}), got {value}"
@@ -154,7 +189,7 @@ def _make_check(arg: ArgSpec) -> _ArgCheck:
     return _ArgCheck(
         name=arg.name, ndim=len(arg.shape), dtype=np.dtype(arg.dtype),
         static_shape=None if symbolic else tuple(arg.shape),
-        entries=tuple(enumerate(arg.shape)),
+        entries=tuple(enumerate(arg.shape)), output=arg.output,
     )
 
 

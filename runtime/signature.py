@@ -19,18 +19,25 @@ ShapeEntry = Union[int, str]
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One buffer argument: its dtype and shape (ints, or names of size variables)."""
+    """One buffer argument: its dtype and shape (ints, or names of size variables).
+
+    `output` marks an argument the kernel writes: it must be writeable and must not overlap
+    any other argument (kernel parameters are noalias). Absent in old signatures: False.
+    """
 
     name: str
     dtype: str
     shape: tuple[ShapeEntry, ...]
+    output: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
+        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape),
+                "output": self.output}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ArgSpec:
-        return cls(name=data["name"], dtype=data["dtype"], shape=tuple(data["shape"]))
+        return cls(name=data["name"], dtype=data["dtype"], shape=tuple(data["shape"]),
+                   output=bool(data.get("output", False)))
 
 
 @dataclass(frozen=True)
@@ -50,11 +57,16 @@ class ScalarSpec:
 
 @dataclass(frozen=True)
 class KernelSignature:
-    """The entry point name and its buffer and scalar arguments, in call order."""
+    """The entry point name and its buffer and scalar arguments, in call order.
+
+    `heap_buffers` names the kernel's heap-allocated intermediates; status code -2 - 2k means
+    heap buffer k could not be allocated, -3 - 2k that it exceeds the int32 index range.
+    """
 
     name: str
     args: tuple[ArgSpec, ...]
     scalars: tuple[ScalarSpec, ...] = ()
+    heap_buffers: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps({
@@ -62,6 +74,7 @@ class KernelSignature:
             "name": self.name,
             "args": [arg.to_dict() for arg in self.args],
             "scalars": [scalar.to_dict() for scalar in self.scalars],
+            "heap_buffers": list(self.heap_buffers),
         }, sort_keys=True)
 
     @classmethod
@@ -76,4 +89,5 @@ class KernelSignature:
             name=data["name"],
             args=tuple(ArgSpec.from_dict(arg) for arg in data["args"]),
             scalars=tuple(ScalarSpec.from_dict(scalar) for scalar in data.get("scalars", ())),
+            heap_buffers=tuple(data.get("heap_buffers", ())),
         )

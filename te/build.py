@@ -9,6 +9,8 @@ from __future__ import annotations
 import shlex
 
 import runtime
+# The same headroom as the runtime's call-time check (loops split past the end).
+from runtime.checker import INDEX_LIMIT
 
 from .compute.expr import Const, Var
 from .errors import BuildError
@@ -41,14 +43,19 @@ def parse_target(target: str) -> dict:
     return out
 
 
-def signature_of(func: ir.PrimFunc) -> runtime.KernelSignature:
-    """The runtime description of a lowered function's arguments."""
+def signature_of(func: ir.PrimFunc, heap_buffers: tuple = ()) -> runtime.KernelSignature:
+    """The runtime description of a lowered function's arguments.
+
+    An argument the body stores to is an output (computed tensors; for a hand-made PrimFunc,
+    also those named in func.attrs['output_params']).
+    """
     scalar_names = {}
     for v in func.scalar_params:
         if v.name in scalar_names and scalar_names[v.name] is not v:
             raise BuildError(f"te.build: two different size variables are both named "
                              f"'{v.name}'; give them distinct names")
         scalar_names[v.name] = v
+    written = _stored_buffers(func.body) | set(func.attrs.get("output_params", ()))
     args = []
     for buf in func.params:
         shape = []
@@ -60,9 +67,34 @@ def signature_of(func: ir.PrimFunc) -> runtime.KernelSignature:
             else:
                 raise BuildError(f"te.build: argument '{buf.name}' shape[{k}] is an expression; "
                                  f"argument dimensions must be ints or te.var sizes")
-        args.append(runtime.ArgSpec(buf.name, buf.dtype, tuple(shape)))
+        _check_index_range(buf.name, shape)
+        output = buf.data in written or buf.name in written
+        args.append(runtime.ArgSpec(buf.name, buf.dtype, tuple(shape), output))
     scalars = tuple(runtime.ScalarSpec(v.name, v.dtype) for v in func.scalar_params)
-    return runtime.KernelSignature(func.name, tuple(args), scalars)
+    return runtime.KernelSignature(func.name, tuple(args), scalars, tuple(heap_buffers))
+
+
+def _check_index_range(name: str, shape: list) -> None:
+    if any(isinstance(dim, str) for dim in shape):
+        return  # checked at call time by the runtime
+    count = 1
+    for dim in shape:
+        count *= dim
+    if count >= INDEX_LIMIT:
+        raise BuildError(f"te.build: argument '{name}' has {count} elements, beyond the int32 "
+                         f"index range; int64 indexing is not supported yet")
+
+
+def _stored_buffers(stmt: ir.Stmt) -> set:
+    """The data Vars of every buffer that `stmt` stores to."""
+    found = set()
+    stack = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ir.Store):
+            found.add(node.buffer.data)
+        stack.extend(stmt_children(node)[1])
+    return found
 
 
 def _check_no_thread_binding(stmt: ir.Stmt) -> None:
