@@ -80,6 +80,16 @@ class Module:
             self._raise_status(status)
 
     def _raise_status(self, status: int) -> None:
+        if status <= -2:  # heap buffer k: -2 - 2k allocation failed, -3 - 2k too many elements
+            k, too_many = divmod(-2 - status, 2)
+            names = self.signature.heap_buffers
+            buffer = names[k] if k < len(names) else f"#{k}"
+            if too_many:
+                raise MemoryError(f"kernel '{self.entry_name}': buffer '{buffer}' needs more "
+                                  "elements than the int32 index range of this kernel")
+            raise MemoryError(
+                f"kernel '{self.entry_name}': could not allocate memory for buffer '{buffer}'"
+            )
         raise RuntimeError(
             f"kernel '{self.entry_name}' failed a runtime check (status code {status})"
         )

@@ -15,7 +15,7 @@ from runtime.checker import INDEX_LIMIT
 from .compute.expr import Const, Var
 from .errors import BuildError
 from .lower import ir
-from .lower.codegen_llvm import codegen_llvm
+from .lower.codegen_llvm import ModuleGen
 from .lower.pipeline import lower
 from .lower.visitor import stmt_children
 from .schedule.schedule import Schedule
@@ -120,8 +120,10 @@ def build(sch, args=None, target: str = "llvm", name: str = "main") -> runtime.M
         raise BuildError(f"te.build: expected a schedule or a lowered function, got "
                          f"{type(sch).__name__}")
     _check_no_thread_binding(func.body)
-    signature = signature_of(func)
-    ll = codegen_llvm(func, parallel=runtime.parallel_available())
+    signature_of(func)  # argument errors before code generation
+    gen = ModuleGen(func, runtime.parallel_available())
+    ll = str(gen.module)
+    signature = signature_of(func, tuple(gen.heap_buffers))
     try:
         lib = runtime.compile_llvm(ll, cpu=opts.get("mcpu"), features=opts.get("mattr"),
                                    opt_level=int(opts.get("opt-level", 3)))

@@ -120,3 +120,77 @@ def test_static_argument_beyond_int32_index_range_is_a_build_error():
     with pytest.raises(BuildError, match=r"^te.build: argument 'A' has 2148270144 elements, "
                        r"beyond the int32 index range; int64 indexing is not supported yet$"):
         te.build(te.create_schedule(B.op), [A, B])
+
+
+def test_symbolic_intermediate_beyond_int32_index_range_raises_memory_error():
+    result = run_script("""
+        import numpy as np
+        import te
+        n = te.var("n")
+        A = te.placeholder((n,), name="A")
+        B = te.placeholder((n,), name="B")
+        T = te.compute((n, n), lambda i, j: A[i] * B[j], name="T")
+        k = te.reduce_axis((0, n), name="k")
+        C = te.compute((n,), lambda i: te.sum(T[i, k], axis=k), name="C")
+        s = te.create_schedule(C.op)
+        s[T].parallel(T.op.axis[0])
+        mod = te.build(s, [A, B, C])
+        a = np.ones(131072, np.float32)  # T: 2^34 floats
+        try:
+            mod(a, a, np.zeros(131072, np.float32))
+        except MemoryError as error:
+            print(error)
+    """)
+    assert result.stdout.strip() == ("kernel 'main': buffer 'T' needs more elements than the "
+                                     "int32 index range of this kernel")
+
+
+def test_failed_heap_allocation_raises_memory_error():
+    # Under an address-space limit aligned_alloc returns NULL: in the entry function, in a
+    # serial loop and in a parallel body. Each module still works afterwards.
+    result = run_script("""
+        import resource, sys
+        import numpy as np
+        import te
+
+        def build(where):
+            n, m = te.var("n"), te.var("m")
+            A = te.placeholder((n,), name="A")
+            B = te.placeholder((m,), name="B")
+            T = te.compute((n, m, m), lambda i, j, k: A[i] * B[j] * B[k], name="T")
+            j = te.reduce_axis((0, m), name="j")
+            k = te.reduce_axis((0, m), name="k")
+            C = te.compute((n,), lambda i: te.sum(T[i, j, k], axis=[j, k]), name="C")
+            s = te.create_schedule(C.op)
+            if where != "root":
+                s[T].compute_at(s[C], C.op.axis[0])
+            if where == "parallel":
+                s[C].parallel(C.op.axis[0])
+            return te.build(s, [A, B, C])
+
+        mods = {w: build(w) for w in ("root", "serial", "parallel")}
+        a = np.ones(4, np.float32)
+        small = np.ones(8, np.float32)
+        c = np.zeros(4, np.float32)
+        for mod in mods.values():
+            mod(a, small, c)
+            assert c[0] == 64, c
+        with open("/proc/self/status") as f:
+            vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize")) * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), resource.RLIM_INFINITY))
+        b = np.ones(30000, np.float32)  # T: 9e8 floats per row (3.6 GB) > the 1 GiB left
+        for where, mod in mods.items():
+            rows = 1 if where == "root" else 4  # root: T is rows * 9e8 floats, within int32 range
+            try:
+                mod(a[:rows], b, c[:rows])
+            except MemoryError as error:
+                print(where, error)
+            else:
+                sys.exit(f"{where}: no MemoryError")
+            mod(a, small, c)  # still usable; nothing leaked into a broken state
+            assert c[0] == 64, c
+    """)
+    assert result.stdout.splitlines() == [
+        f"{where} kernel 'main': could not allocate memory for buffer 'T'"
+        for where in ("root", "serial", "parallel")
+    ]

@@ -1,8 +1,9 @@
 """Loop IR -> LLVM IR text, built with llvmlite.ir, for the CPU.
 
 Takes a flattened ir.PrimFunc (Allocate/Store/Load over flat Buffers, Ramp/Broadcast vectors)
-and gives the text of `i32 @name(ptr %buf..., <scalars>...)`, which returns 0. Parallel loops
-are outlined and run through GOMP_parallel (codegen_llvm_parallel.py). Imports llvmlite,
+and gives the text of `i32 @name(ptr %buf..., <scalars>...)`, which returns 0, or -2 - 2k when
+heap buffer k (ModuleGen.heap_buffers) could not be allocated and -3 - 2k when it exceeds the
+int32 index range. Parallel loops are outlined and run through GOMP_parallel (codegen_llvm_parallel.py). Imports llvmlite,
 te.dtype, te.errors, te.compute.expr and te.lower.ir only.
 """
 from __future__ import annotations
@@ -50,6 +51,8 @@ _INT_DIV_OPS = ("floordiv", "floormod", "truncdiv", "truncmod")
 # `contract` lets LLVM fuse a multiply and an add into an FMA, as C compilers do by default.
 _FP_FLAGS = ("contract",)
 _MAX_STACK_BYTES = 64 * 1024
+# Indices are int32; the same headroom for split loops as runtime.checker.INDEX_LIMIT.
+_INDEX_LIMIT = 2**31 - 2**20
 _FULL_UNROLL_LIMIT = 16
 
 
@@ -87,6 +90,7 @@ class ModuleGen:
         self.module = ir.Module(name=func.name)
         self.module.triple = llvm.get_process_triple()
         self.n_outlined = 0
+        self.heap_buffers: list[str] = []  # names, in status-code order
         params = list(func.params)
         arg_types = [PTR] * len(params) + [ll_type(v.dtype) for v in func.scalar_params]
         fn = ir.Function(self.module, ir.FunctionType(I32, arg_types), name=func.name)
@@ -144,6 +148,8 @@ class FuncGen:
         self.body_start = fn.append_basic_block("body")
         self.b = ir.IRBuilder(self.body_start)
         self.env: dict = {}
+        self.heap_live: list = []  # heap pointers to free on an early return
+        self.status_ptr = None  # in an outlined parallel body: where a failure is recorded
 
     def finish(self) -> None:
         ir.IRBuilder(self.entry).branch(self.body_start)
@@ -214,13 +220,54 @@ class FuncGen:
             self.env[s.buffer.data] = self.alloca(ir.ArrayType(elem, n), align=64)
             self.stmt(s.body)
             return
-        nbytes = self.b.mul(self.cast(self.expr(extent), extent.dtype, "int64"), I64(size))
+        if isinstance(extent, E.Const) and int(extent.value) >= _INDEX_LIMIT:
+            raise BuildError(f"te.build: buffer '{s.buffer.name}' has {int(extent.value)} "
+                             f"elements, beyond the int32 index range; int64 indexing is not "
+                             f"supported yet")
+        k = len(self.mod.heap_buffers)
+        self.mod.heap_buffers.append(s.buffer.name)
+        # In i64: n * n of int32 sizes may overflow int32 and must still be caught here.
+        count = self.expr_i64(extent)
+        self.fail_if(self.b.icmp_unsigned(">=", count, I64(_INDEX_LIMIT)), I32(-3 - 2 * k))
+        nbytes = self.b.mul(count, I64(size))
         nbytes = self.b.and_(self.b.add(nbytes, I64(64)), I64(~63))  # >0, multiple of 64
         aligned_alloc = self.mod.declare("aligned_alloc", PTR, [I64, I64])
         ptr = self.b.call(aligned_alloc, [I64(64), nbytes])
+        self.fail_if(self.b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)), I32(-2 - 2 * k))
         self.env[s.buffer.data] = ptr
+        self.heap_live.append(ptr)
         self.stmt(s.body)
+        self.heap_live.pop()
         self.b.call(self.mod.declare("free", ir.VoidType(), [PTR]), [ptr])
+
+    def fail_if(self, cond, code) -> None:
+        """When `cond` holds: free the live heap buffers and return status `code` (i32).
+
+        An outlined parallel body records the code for its caller and returns; the entry
+        function returns it.
+        """
+        fail = self.fn.append_basic_block("fail")
+        ok = self.fn.append_basic_block("ok")
+        self.b.cbranch(cond, fail, ok)
+        self.b.position_at_end(fail)
+        for ptr in reversed(self.heap_live):
+            self.b.call(self.mod.declare("free", ir.VoidType(), [PTR]), [ptr])
+        if self.status_ptr is not None:
+            # Atomic: several threads may fail at once; any one code is a fine answer.
+            self.b.atomic_rmw("xchg", self.status_ptr, code, "monotonic")
+            self.b.ret_void()
+        else:
+            self.b.ret(code)
+        self.b.position_at_end(ok)
+
+    def expr_i64(self, e: E.Expr) -> ir.Value:
+        """Integer expression `e` evaluated with 64-bit adds, subtracts and multiplies."""
+        if (isinstance(e, E.Binary) and e.op in ("add", "sub", "mul") and dt.is_int(e.dtype)
+                and dt.lanes(e.dtype) == 1):
+            return getattr(self.b, e.op)(self.expr_i64(e.a), self.expr_i64(e.b))
+        if isinstance(e, E.Const):
+            return I64(int(e.value))
+        return self.cast(self.expr(e), e.dtype, "int64")
 
     def stmt_For(self, s: tir.For) -> None:
         if s.kind == tir.THREAD_BINDING:

@@ -61,12 +61,14 @@ def emit_parallel_for(gen, s: tir.For) -> None:
     b = gen.b
     lo, extent = gen.expr(s.min), gen.expr(s.extent)
     captured = [v for v in free_vars(s.body) if v in gen.env and v is not s.loop_var]
-    fields = [lo, extent] + [gen.env[v] for v in captured]
+    # Field 2, the status a failed heap allocation in the body records (0: success).
+    fields = [lo, extent, I32(0)] + [gen.env[v] for v in captured]
     closure_t = ir.LiteralStructType([f.type for f in fields])
     closure = gen.alloca(closure_t, align=8)
     for k, value in enumerate(fields):
         b.store(value, b.gep(closure, [I32(0), I32(k)], source_etype=closure_t))
 
+    heap_before = len(mod.heap_buffers)
     name = f"{mod.func.name}_par{mod.n_outlined}"
     mod.n_outlined += 1
     body_fn = _outline_body(gen, s, name, captured, lo.type)
@@ -75,14 +77,18 @@ def emit_parallel_for(gen, s: tir.For) -> None:
     child = type(gen)(mod, fn, in_parallel=True)
     cb = child.b
     values = [cb.load(cb.gep(fn.args[0], [I32(0), I32(k)], source_etype=closure_t), typ=f.type)
-              for k, f in enumerate(fields)]
+              for k, f in enumerate(fields) if k != 2]
+    status_ptr = cb.gep(fn.args[0], [I32(0), I32(2)], source_etype=closure_t)
     start, count = _chunk(child, values[0], values[1])
-    cb.call(body_fn, values[2:] + [start, count])
+    cb.call(body_fn, values[2:] + [status_ptr, start, count])
     cb.ret_void()
     child.finish()
 
     gomp = mod.declare("GOMP_parallel", ir.VoidType(), [PTR, PTR, I32, I32])
     b.call(gomp, [fn, closure, I32(0), I32(0)])
+    if mod.heap_buffers[heap_before:]:  # the body allocates: pass its failure on
+        status = b.load(b.gep(closure, [I32(0), I32(2)], source_etype=closure_t), typ=I32)
+        gen.fail_if(b.icmp_signed("!=", status, I32(0)), status)
 
 
 def _new_function(mod, name, ret, arg_types, arg_names, like) -> ir.Function:
@@ -96,17 +102,19 @@ def _new_function(mod, name, ret, arg_types, arg_names, like) -> ir.Function:
 
 
 def _outline_body(gen, s: tir.For, name: str, captured: list, index_t) -> ir.Function:
-    """`void @<name>_body(captured..., start, count)` running iterations [start, start+count).
+    """`void @<name>_body(captured..., status, start, count)` running [start, start+count);
+    a failed heap allocation stores its code at `status` and returns.
 
     Buffer pointers arrive as `noalias` arguments; once LLVM inlines this function into the
     closure-unpacking one, that becomes scoped alias metadata, so the loop still vectorizes
     without runtime alias checks, as it would in the entry function.
     """
-    arg_types = [gen.env[v].type for v in captured] + [index_t, index_t]
-    names = [v.name for v in captured] + ["start", "count"]
+    arg_types = [gen.env[v].type for v in captured] + [PTR, index_t, index_t]
+    names = [v.name for v in captured] + ["status", "start", "count"]
     fn = _new_function(gen.mod, name + "_body", ir.VoidType(), arg_types, names, gen.fn)
     fn.attributes.add("alwaysinline")
     child = type(gen)(gen.mod, fn, in_parallel=True)
+    child.status_ptr = fn.args[len(captured)]
     for var, arg in zip(captured, fn.args):
         child.env[var] = arg
         if var.dtype == "handle":
