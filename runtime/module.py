@@ -19,7 +19,7 @@ from . import cpu, threadpool
 from .checker import ArgumentChecker
 from .errors import RuntimeBuildError
 from .signature import ArgSpec, KernelSignature, ScalarSpec
-from .timer import TimeResult, time_function
+from .timer import TimeResult, check_timing_parameters, time_function
 
 __all__ = ["Module", "SharedLibrary", "load_module", "ArgSpec", "ScalarSpec", "KernelSignature"]
 
@@ -107,6 +107,7 @@ class Module:
             raise ValueError(
                 f"func_name: expected '{self.entry_name}' (or None), got {func_name!r}"
             )
+        check_timing_parameters(number, repeat, min_repeat_ms)  # before any kernel runs
 
         def evaluate(*args: Any) -> TimeResult:
             raw = self._checker.convert(args)

@@ -112,4 +112,11 @@ def empty(shape: int | Sequence[int], dtype: Any = "float32") -> NDArray:
     shape_tuple = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
     if any(extent < 0 for extent in shape_tuple):
         raise ValueError(f"shape: expected non-negative extents, got {shape_tuple}")
-    return NDArray(_aligned_empty(shape_tuple, _check_dtype(dtype)))
+    np_dtype = _check_dtype(dtype)
+    count = 1
+    for extent in shape_tuple:  # Python ints: np.prod would wrap around silently
+        count *= extent
+    if (count + 1) * np_dtype.itemsize + ALIGNMENT >= 2**63:
+        raise ValueError(f"shape: expected a total size that fits in memory addressing "
+                         f"(< 2**63 bytes), got {shape_tuple} of {np_dtype.name}")
+    return NDArray(_aligned_empty(shape_tuple, np_dtype))

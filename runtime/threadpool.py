@@ -15,6 +15,7 @@ import threading
 import llvmlite.binding as llvm
 
 LIBGOMP_NAME = "libgomp.so.1"
+MAX_THREADS = 1024
 
 _lock = threading.Lock()
 _loaded = False
@@ -90,6 +91,9 @@ def set_num_threads(n: int) -> None:
     """Set the thread count for later parallel loops launched from this thread."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"set_num_threads: n: expected an integer >= 1, got {n!r}")
+    if n > MAX_THREADS:
+        # libgomp crashes or aborts ("Out of memory") when asked for such pools.
+        raise ValueError(f"set_num_threads: n: expected at most {MAX_THREADS} threads, got {n}")
     if not load():
         if n != 1:
             raise RuntimeError(

@@ -2,11 +2,13 @@
 
 Takes a callable; gives time_function() and the TimeResult it returns (seconds per call for each
 repeat plus summary statistics). Follows TVM's time_evaluator: one warm-up call, `repeat`
-rounds of `number` calls each, `number` grown until a round lasts min_repeat_ms. Imports stdlib.
+rounds of `number` calls each, `number` grown until a round lasts min_repeat_ms;
+check_timing_parameters(). Imports stdlib.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -44,12 +46,7 @@ def time_function(
     fn: Callable[[], object], number: int = 10, repeat: int = 3, min_repeat_ms: float = 0
 ) -> TimeResult:
     """Time `fn`: returns the per-call seconds of each of `repeat` rounds of `number` calls."""
-    if number < 1:
-        raise ValueError(f"number: expected an integer >= 1, got {number}")
-    if repeat < 1:
-        raise ValueError(f"repeat: expected an integer >= 1, got {repeat}")
-    if min_repeat_ms < 0:
-        raise ValueError(f"min_repeat_ms: expected a value >= 0, got {min_repeat_ms}")
+    check_timing_parameters(number, repeat, min_repeat_ms)
     fn()  # warm-up: first-touch page faults and cold caches are not part of the answer
     results = []
     for _ in range(repeat):
@@ -63,6 +60,18 @@ def time_function(
             number = max(number + 1, int(number * min(10.0, max(1.618, ratio))))
         results.append(elapsed / number)
     return TimeResult.from_results(tuple(results))
+
+
+def check_timing_parameters(number: int, repeat: int, min_repeat_ms: float) -> None:
+    """ValueError naming the first bad parameter: counts are ints >= 1, the time finite >= 0."""
+    for name, value in (("number", number), ("repeat", repeat)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
+    if (isinstance(min_repeat_ms, bool) or not isinstance(min_repeat_ms, (int, float))
+            or not math.isfinite(min_repeat_ms)):
+        raise ValueError(f"min_repeat_ms: expected a finite value >= 0, got {min_repeat_ms!r}")
+    if min_repeat_ms < 0:
+        raise ValueError(f"min_repeat_ms: expected a value >= 0, got {min_repeat_ms!r}")
 
 
 def _time_round(fn: Callable[[], object], number: int) -> float:
