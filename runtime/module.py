@@ -32,13 +32,24 @@ class Library(Protocol):
 
 
 class SharedLibrary:
-    """A shared library opened with ctypes, kept open as long as this object lives."""
+    """A shared library opened with ctypes, kept open as long as this object lives.
+
+    A file is opened through a private copy (written, dlopened, unlinked): dlopen would hand
+    back an already loaded library of the same path, stale after a re-export, and a mapped
+    file must never be rewritten in place. `image` keeps the bytes for export_library.
+    """
 
     def __init__(self, path: str) -> None:
         # A bare name ("libfoo.so") goes through the loader's search path, like dlopen.
         self.path = os.path.abspath(path) if os.sep in path else path
+        self.image: bytes | None = None
         try:
-            self._dll = ctypes.CDLL(self.path)
+            if os.sep in path:
+                with open(self.path, "rb") as handle:
+                    self.image = handle.read()
+                self._dll = _dlopen_private_copy(self.image)
+            else:
+                self._dll = ctypes.CDLL(self.path)
         except OSError as error:
             raise RuntimeBuildError(f"cannot load shared library '{self.path}': {error}") from None
 
@@ -140,9 +151,13 @@ class Module:
 
     def export_library(self, path: str | os.PathLike) -> None:
         """Write a shared library that load_module(path) turns back into this module."""
-        path = os.fspath(path)
+        # Written next to `path` and renamed over it: a process that has the old file mapped
+        # keeps its inode, and readers never see a half-written library.
+        path = os.path.abspath(os.fspath(path))
         if isinstance(self.library, SharedLibrary):
-            shutil.copyfile(self.library.path, path)
+            if self.library.image is None:
+                raise TypeError(f"cannot export library '{self.library.path}' opened by name")
+            _replace_atomically(path, lambda tmp_path: _write_file(tmp_path, self.library.image))
             return
         if not isinstance(self.library, cpu.CpuLibrary):
             raise TypeError(f"cannot export a module backed by {type(self.library).__name__}")
@@ -154,9 +169,8 @@ class Module:
             for stem, data in (("kernel", self.library.emit_object()),
                                ("metadata", cpu.emit_object(metadata_ll))):
                 objects.append(os.path.join(tmp, f"{stem}.o"))
-                with open(objects[-1], "wb") as handle:
-                    handle.write(data)
-            _link_shared(objects, path)
+                _write_file(objects[-1], data)
+            _replace_atomically(path, lambda tmp_path: _link_shared(objects, tmp_path, path))
 
     def __repr__(self) -> str:
         args = ", ".join(f"{arg.name}: {arg.dtype}{list(arg.shape)}" for arg in self.signature.args)
@@ -167,17 +181,71 @@ def load_module(path: str | os.PathLike) -> Module:
     """Open a shared library written by Module.export_library and return its Module."""
     threadpool.load()  # so that the default thread count applies to the loaded kernels too
     library = SharedLibrary(os.fspath(path))
-    signature_json = library.read_string(SIGNATURE_SYMBOL)
+    where = f"load_module: '{library.path}'"
+    try:
+        signature_json = library.read_string(SIGNATURE_SYMBOL)
+    except UnicodeDecodeError:
+        signature_json = ""
     if signature_json is None:
         raise RuntimeBuildError(
-            f"'{library.path}' has no {SIGNATURE_SYMBOL} symbol; "
-            "it was not written by Module.export_library"
+            f"{where} has no {SIGNATURE_SYMBOL} symbol; it was not written by "
+            "Module.export_library"
         )
-    sources = {}
-    source_ll = library.read_string(SOURCE_SYMBOL)
-    if source_ll is not None:
-        sources["ll"] = source_ll
-    return Module(library, KernelSignature.from_json(signature_json), sources)
+    try:
+        signature = KernelSignature.from_json(signature_json)
+        sources = {}
+        source_ll = library.read_string(SOURCE_SYMBOL)
+        if source_ll is not None:
+            sources["ll"] = source_ll
+        return Module(library, signature, sources)
+    except KeyError as error:
+        if isinstance(error.args[0], str) and error.args[0].startswith("function "):
+            raise RuntimeBuildError(f"{where}: {error.args[0]}") from None
+        raise RuntimeBuildError(f"{where}: invalid {SIGNATURE_SYMBOL} "
+                                f"(missing field {error})") from None
+    except (ValueError, TypeError, AttributeError) as error:
+        raise RuntimeBuildError(f"{where}: invalid {SIGNATURE_SYMBOL} ({error})") from None
+
+
+def _dlopen_private_copy(image: bytes) -> ctypes.CDLL:
+    fd, tmp_path = tempfile.mkstemp(prefix="te_module_", suffix=".so")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(image)
+        return ctypes.CDLL(tmp_path)
+    finally:
+        os.unlink(tmp_path)  # the mapping stays valid; the name is not needed any more
+
+
+def _write_file(path: str, data: bytes) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
+def _replace_atomically(path: str, write: Callable[[str], None]) -> None:
+    directory = os.path.dirname(path)
+    fd, tmp_path = tempfile.mkstemp(prefix=".te_export_", suffix=".so", dir=directory)
+    os.close(fd)
+    try:
+        write(tmp_path)
+        os.chmod(tmp_path, 0o755 & ~_umask())
+        os.replace(tmp_path, path)
+    except BaseException:
+        if os.path.exists(tmp_path):
+            os.unlink(tmp_path)
+        raise
+
+
+def _umask() -> int:
+    # Read, not set-and-restore: os.umask would change it for every thread meanwhile.
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
 
 
 def _string_globals_ir(strings: dict[str, str]) -> str:
@@ -192,7 +260,7 @@ def _string_globals_ir(strings: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _link_shared(objects: list[str], path: str) -> None:
+def _link_shared(objects: list[str], path: str, shown_path: str) -> None:
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise RuntimeBuildError(
@@ -205,6 +273,6 @@ def _link_shared(objects: list[str], path: str) -> None:
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeBuildError(
-            f"export_library: linking '{path}' failed (exit code {result.returncode}): "
+            f"export_library: linking '{shown_path}' failed (exit code {result.returncode}): "
             f"{' '.join(command)}\n{result.stderr.strip()}"
         )
