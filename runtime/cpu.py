@@ -1,7 +1,7 @@
 """The CPU JIT: LLVM IR text -> optimized native code in this process (llvmlite MCJIT).
 
-Takes LLVM IR text; gives compile_llvm() and CpuLibrary (function addresses, optimized IR,
-assembly, a relocatable object for export). Every external function the IR declares is
+Takes LLVM IR text; gives compile_llvm(), is_known_cpu() and CpuLibrary (function addresses,
+optimized IR, assembly, a relocatable object for export). Every external function the IR declares is
 checked to resolve, because MCJIT would otherwise jump to address 0 at call time.
 Imports llvmlite and runtime.errors / runtime.threadpool.
 """
@@ -9,6 +9,8 @@ Imports llvmlite and runtime.errors / runtime.threadpool.
 from __future__ import annotations
 
 import ctypes.util
+import subprocess
+import sys
 import threading
 from functools import lru_cache
 
@@ -38,6 +40,26 @@ def _ensure_initialized() -> None:
             libm = ctypes.util.find_library("m") or "libm.so.6"
             llvm.load_library_permanently(libm)
         _initialized = True
+
+
+@lru_cache(maxsize=64)
+def is_known_cpu(name: str) -> bool:
+    """Whether LLVM knows CPU `name` for the host target.
+
+    LLVM only warns about an unknown CPU and then may abort the whole process while emitting
+    code ("64-bit code requested on a subtarget that doesn't support it"), so the question is
+    asked in a child process (~0.3 s, once per name).
+    """
+    if name == llvm.get_host_cpu_name():
+        return True
+    probe = (
+        "import llvmlite.binding as llvm\n"
+        "llvm.initialize_native_target(); llvm.initialize_native_asmprinter()\n"
+        f"tm = llvm.Target.from_default_triple().create_target_machine(cpu={name!r})\n"
+        "tm.emit_assembly(llvm.parse_assembly('define void @f() { ret void }'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    return result.returncode == 0 and "not a recognized processor" not in result.stderr
 
 
 def _host_cpu(cpu: str | None, features: str | None) -> tuple[str, str]:

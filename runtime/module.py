@@ -72,14 +72,19 @@ class Module:
     """A compiled kernel: call it with numpy arrays or NDArrays, one per ArgSpec."""
 
     def __init__(
-        self, library: Library, signature: KernelSignature, sources: dict[str, str] | None = None
+        self, library: Library, signature: KernelSignature, sources: dict[str, str] | None = None,
+        unavailable: str | None = None,
     ) -> None:
+        """`unavailable`, when given, says why this host must not run the code (e.g. CPU
+        features it lacks): calls then raise RuntimeError with it; export still works."""
         self.library = library
         self.signature = signature
         self._sources = dict(sources or {})
         self._checker = ArgumentChecker(signature)
         prototype = ctypes.CFUNCTYPE(ctypes.c_int32, *self._checker.ctypes_argtypes)
         self._cfunc = prototype(library.get_function_address(signature.name))
+        if unavailable is not None:
+            self._cfunc = _refuse(f"kernel '{signature.name}': {unavailable}")
 
     @property
     def entry_name(self) -> str:
@@ -175,6 +180,12 @@ class Module:
     def __repr__(self) -> str:
         args = ", ".join(f"{arg.name}: {arg.dtype}{list(arg.shape)}" for arg in self.signature.args)
         return f"Module({self.entry_name}({args}))"
+
+
+def _refuse(message: str) -> Callable[..., int]:
+    def refuse(*raw: Any) -> int:
+        raise RuntimeError(message)
+    return refuse
 
 
 def load_module(path: str | os.PathLike) -> Module:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import shlex
 
+import llvmlite.binding as llvm
+
 import runtime
 # The same headroom as the runtime's call-time check (loops split past the end).
 from runtime.checker import INDEX_LIMIT
@@ -20,12 +22,32 @@ from .lower.pipeline import lower
 from .lower.visitor import stmt_children
 from .schedule.schedule import Schedule
 
+_LIBM_BASES = (
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "floor", "ceil",
+    "trunc", "round", "roundeven", "rint", "nearbyint", "sin", "cos", "tan", "asin", "acos",
+    "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "pow",
+    "fabs", "fmin", "fmax", "fmod", "fma", "hypot", "ldexp", "frexp", "modf", "copysign",
+    "sincos", "exp10",
+)
+# Symbols generated code calls (libc, libgomp, libm in every precision): a kernel of the same
+# name would be called in their place.
+RUNTIME_SYMBOLS = frozenset(
+    ["free", "malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign", "memset",
+     "memcpy", "memmove", "abort", "GOMP_parallel", "omp_get_thread_num",
+     "omp_get_num_threads", "omp_get_max_threads", "omp_set_num_threads"]
+    + [name + suffix for name in _LIBM_BASES for suffix in ("", "f", "l")]
+)
+
 
 def parse_target(target: str) -> dict:
     """'llvm -mcpu=x -mattr=+a,-b' -> {'kind': 'llvm', 'mcpu': 'x', 'mattr': '+a,-b'}."""
     if not isinstance(target, str) or not target.strip():
         raise BuildError(f"te.build: target must be a string such as 'llvm', got {target!r}")
-    words = shlex.split(target)
+    try:
+        words = shlex.split(target)
+    except ValueError as err:  # unbalanced quotes
+        raise BuildError(f"te.build: target {target!r} cannot be split into words: "
+                         f"{err}") from None
     out = {"kind": words[0]}
     for w in words[1:]:
         if not w.startswith("-") or "=" not in w:
@@ -40,7 +62,41 @@ def parse_target(target: str) -> dict:
                          "is not implemented; use target='llvm'")
     if out["kind"] != "llvm":
         raise BuildError(f"te.build: unknown target kind {out['kind']!r} (expected 'llvm')")
+    if "opt-level" in out and out["opt-level"] not in ("0", "1", "2", "3"):
+        raise BuildError(f"te.build: target option -opt-level: expected 0, 1, 2 or 3, got "
+                         f"{out['opt-level']!r}")
+    if "num-cores" in out and not (out["num-cores"].isdigit() and int(out["num-cores"]) > 0):
+        raise BuildError(f"te.build: target option -num-cores: expected an integer >= 1, got "
+                         f"{out['num-cores']!r}")
+    if "mcpu" in out and not runtime.cpu.is_known_cpu(out["mcpu"]):
+        raise BuildError(f"te.build: unknown -mcpu {out['mcpu']!r}")
     return out
+
+
+def _missing_host_features(mattr: str | None) -> str | None:
+    """'+f1,+f2' of the requested features this host lacks, or None; unknown names raise."""
+    if not mattr:
+        return None
+    host = llvm.get_host_cpu_features()
+    missing = []
+    for feature in mattr.split(","):
+        feature = feature.strip()
+        if not feature:
+            continue
+        if feature[0] not in "+-" or feature[1:] not in host:
+            raise BuildError(f"te.build: unknown -mattr feature {feature!r} (expected "
+                             f"+name or -name of a feature LLVM knows, such as +avx2)")
+        if feature[0] == "+" and not host[feature[1:]]:
+            missing.append(feature)
+    return ",".join(missing) or None
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not name.isascii() or not name.isidentifier():
+        raise BuildError(f"te.build: name must be an ASCII identifier, got {name!r}")
+    if name in RUNTIME_SYMBOLS or name.startswith("__te_"):
+        raise BuildError(f"te.build: name {name!r} clashes with a runtime function; "
+                         f"choose another")
 
 
 def signature_of(func: ir.PrimFunc, heap_buffers: tuple = ()) -> runtime.KernelSignature:
@@ -110,11 +166,14 @@ def _check_no_thread_binding(stmt: ir.Stmt) -> None:
 def build(sch, args=None, target: str = "llvm", name: str = "main") -> runtime.Module:
     """te.build: compile schedule `sch` with arguments `args` for `target`."""
     opts = parse_target(target)
+    missing = _missing_host_features(opts.get("mattr"))
     if isinstance(sch, ir.PrimFunc):
+        _check_name(sch.name)
         func = sch
     elif isinstance(sch, Schedule):
         if args is None:
             raise BuildError("te.build: args must list the argument tensors of the schedule")
+        _check_name(name)
         func = lower(sch, args, name=name)
     else:
         raise BuildError(f"te.build: expected a schedule or a lowered function, got "
@@ -129,6 +188,9 @@ def build(sch, args=None, target: str = "llvm", name: str = "main") -> runtime.M
                                    opt_level=int(opts.get("opt-level", 3)))
     except runtime.RuntimeBuildError as err:
         raise BuildError(f"te.build: native compilation failed: {err}") from None
-    mod = runtime.Module(lib, signature, {"ll_unoptimized": ll})
+    unavailable = None if missing is None else (
+        f"module was built for CPU features this host lacks ({missing}); export it or "
+        f"rebuild with target='llvm'")
+    mod = runtime.Module(lib, signature, {"ll_unoptimized": ll}, unavailable=unavailable)
     mod.lowered = func
     return mod

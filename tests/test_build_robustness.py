@@ -2,7 +2,7 @@
 limits, failed heap allocations, unsupported targets and names, export/reload and timing
 parameters. Crash-prone cases run in a subprocess that must exit 0 within a timeout.
 
-Imports te, runtime, numpy and pytest.
+Imports te, runtime, llvmlite (the host's CPU features), numpy and pytest.
 """
 import os
 import subprocess
@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
@@ -194,3 +195,65 @@ def test_failed_heap_allocation_raises_memory_error():
         f"{where} kernel 'main': could not allocate memory for buffer 'T'"
         for where in ("root", "serial", "parallel")
     ]
+
+
+def small_schedule():
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+    return te.create_schedule(B.op), [A, B]
+
+
+@pytest.mark.parametrize("target, message", [
+    ("llvm -mcpu=notacpu", "te.build: unknown -mcpu 'notacpu'"),
+    ("llvm -opt-level=x", "te.build: target option -opt-level: expected 0, 1, 2 or 3, got 'x'"),
+    ("llvm -num-cores=0", "te.build: target option -num-cores: expected an integer >= 1, "
+                          "got '0'"),
+    ('llvm -mcpu="skylake', "te.build: target 'llvm -mcpu=\"skylake' cannot be split into "
+                            "words: No closing quotation"),
+    ("llvm -mattr=+notafeature", "te.build: unknown -mattr feature '+notafeature' (expected "
+                                 "+name or -name of a feature LLVM knows, such as +avx2)"),
+])
+def test_bad_target_options_are_build_errors(target, message):
+    sch, args = small_schedule()
+    with pytest.raises(BuildError) as info:
+        te.build(sch, args, target=target)
+    assert str(info.value) == message
+
+
+def test_features_the_host_lacks_build_but_refuse_to_run(tmp_path):
+    lacking = [name for name, present in llvm.get_host_cpu_features().items() if not present]
+    if "avx512fp16" not in lacking:
+        pytest.skip("this host has avx512fp16")
+    sch, args = small_schedule()
+    m = te.build(sch, args, target="llvm -mattr=+avx512fp16,+avx512f")
+    a = np.ones(8, np.float32)
+    message = (r"^kernel 'main': module was built for CPU features this host lacks "
+               r"\(\+avx512fp16\); export it or rebuild with target='llvm'$")
+    with pytest.raises(RuntimeError, match=message):
+        m(a, np.zeros(8, np.float32))
+    with pytest.raises(RuntimeError, match=message):
+        m.time_evaluator(number=1, repeat=1)(a, np.zeros(8, np.float32))
+    m.export_library(tmp_path / "k.so")  # for another machine: legitimate
+
+
+@pytest.mark.parametrize("name, message", [
+    ("free", "te.build: name 'free' clashes with a runtime function; choose another"),
+    ("GOMP_parallel", "te.build: name 'GOMP_parallel' clashes with a runtime function; "
+                      "choose another"),
+    ("tanhf", "te.build: name 'tanhf' clashes with a runtime function; choose another"),
+    ("__te_signature", "te.build: name '__te_signature' clashes with a runtime function; "
+                       "choose another"),
+    ("caf\u00e9", "te.build: name must be an ASCII identifier, got 'caf\u00e9'"),
+])
+def test_kernel_names_must_not_clash_with_runtime_symbols(name, message):
+    sch, args = small_schedule()
+    with pytest.raises(BuildError) as info:
+        te.build(sch, args, name=name)
+    assert str(info.value) == message
+
+
+def test_prim_func_name_is_checked_too():
+    sch, args = small_schedule()
+    func = te.lower(sch, args, name="malloc")
+    with pytest.raises(BuildError, match=r"^te.build: name 'malloc' clashes"):
+        te.build(func)
