@@ -29,8 +29,14 @@ def _ort_conv(x, w):
         [node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape),
                          helper.make_tensor_value_info("w", TensorProto.FLOAT, w.shape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    model = helper.make_model(graph)
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8   # onnx may write a newer IR version than onnxruntime reads
+    opts = ort.SessionOptions()
+    # onnxruntime's pool spins after each run by default; alternating with te's kernel,
+    # that spinning would be timed as te's time (DESIGN.md: spinning pools interfere)
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
     return lambda: sess.run(None, {"x": x, "w": w})[0]
 
 
