@@ -125,7 +125,10 @@ def main(argv=None) -> int:
     tune_cli.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "tune":
-        return tune_cli.run(args)
+        try:
+            return tune_cli.run(args)
+        except (te.TEError, te.ArgumentError) as err:
+            parser.error(str(err))  # a usage error: the message and exit code 2, no traceback
     if args.command == "demo":
         if args.size < 1:
             parser.error(f"--size must be a positive integer, got {args.size}")

@@ -53,8 +53,10 @@ class _AutotuneAPI:
                  early_stopping: int | None = None, verbose: int = 1, args=None,
                  measure_option=None, batch_size: int = 16):
         from .tune import AutoTask, TemplateTask, tune
-        if target.split()[0] != "llvm":
-            raise ArgumentError(f"te.autotune: target must be 'llvm' (CPU), got {target!r}")
+        if not isinstance(target, str) or not target.strip() or target.split()[0] != "llvm" \
+                or len(target.split()) > 1:
+            # Workers compile for this host; other CPUs (-mcpu/-mattr) cannot be measured here.
+            raise ArgumentError(f"te.autotune: target must be 'llvm' (this CPU), got {target!r}")
         if isinstance(outputs, dispatch.Template):
             if args is None:
                 raise ArgumentError(f"te.autotune: template '{outputs.name}' needs args=(...) "

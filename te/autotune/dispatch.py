@@ -7,6 +7,8 @@ know nothing about tuning. Imports space, workload and records only.
 """
 from __future__ import annotations
 
+import os
+
 import threading
 
 from ..errors import ArgumentError, ScheduleError
@@ -99,6 +101,12 @@ class apply_history_best:
     """with apply_history_best(log): templates use the fastest recorded config."""
 
     def __init__(self, log: str, target: str = "llvm"):
+        if not isinstance(log, (str, os.PathLike)):
+            raise ArgumentError(f"apply_history_best: log must be a file path, got {log!r}")
+        if not os.path.isfile(log):
+            # A mistyped path would otherwise silently give untuned code.
+            what = "is a directory" if os.path.isdir(log) else "does not exist"
+            raise ArgumentError(f"apply_history_best: log '{log}' {what}")
         self.log, self.target = log, target
         version = package_version()
         self.ranked: dict = {}   # workload -> successful Records, fastest first

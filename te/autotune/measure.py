@@ -12,6 +12,7 @@ directory, computed once per tuning run. Imports records only (numpy lazily).
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import subprocess
@@ -20,6 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from ..errors import ArgumentError
 from . import records as R
 
 REF_TIMEOUT = 600.0
@@ -39,6 +41,23 @@ class MeasureOptions:
     atol: float = 1e-3
     check: bool = True
     hook: str | None = None
+
+    def __post_init__(self):
+        def positive(name, value, kind):
+            if isinstance(value, bool) or not isinstance(value, kind) or \
+                    not math.isfinite(value) or value <= 0:
+                raise ArgumentError(f"MeasureOptions: {name} must be a positive "
+                                    f"{'int' if kind is int else 'number'}, got {value!r}")
+        positive("number", self.number, int)
+        positive("repeat", self.repeat, int)
+        positive("n_workers", self.n_workers, int)
+        positive("timeout", self.timeout, (int, float))
+        for name in ("min_repeat_ms", "rtol", "atol"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not math.isfinite(value) or value < 0:
+                raise ArgumentError(f"MeasureOptions: {name} must be a finite number >= 0, "
+                                    f"got {value!r}")
 
 
 @dataclass(frozen=True)

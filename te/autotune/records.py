@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 RECORD_VERSION = 1
 
-# Error kinds of a failed trial (AutoTVM's MeasureErrorNo, as readable strings).
+# Error kinds of a failed trial (AutoTVM's MeasureErrorNo, as readable strings). The first
+# four are properties of the config; the last three may pass (load, a bad measure option).
 INSTANTIATION_ERROR = "instantiation_error"  # ScheduleError: an illegal config
 LOWER_ERROR = "lower_error"                  # lowering or codegen raised
 COMPILE_ERROR = "compile_error"              # LLVM compilation raised in the worker
@@ -27,6 +28,24 @@ CRASH = "crash"                              # the worker process died (segfault
 TIMEOUT = "timeout"                          # the worker did not answer in time
 ERROR_KINDS = (INSTANTIATION_ERROR, LOWER_ERROR, COMPILE_ERROR, RUNTIME_ERROR, WRONG_ANSWER,
                CRASH, TIMEOUT)
+TRANSIENT_ERRORS = (RUNTIME_ERROR, CRASH, TIMEOUT)
+
+
+def check_log_path(path: str) -> None:
+    """Refuse a log that cannot be appended to, or an existing file that is not a tuning log
+    (so a mistyped --log never appends JSON to someone's script), before any measurement."""
+    if os.path.isdir(path):
+        raise ValueError(f"log: expected a file path, got the directory '{path}'")
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        records, skipped = load_records(path)
+        if not records and skipped:
+            raise ValueError(f"log: '{path}' is not a te tuning log (none of its lines is a "
+                             f"record); choose another file")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise ValueError(f"log: cannot append to '{path}': {err.strerror}") from None
+    os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -56,8 +75,13 @@ class MeasureResult:
 
     @staticmethod
     def from_json_dict(d: dict) -> "MeasureResult":
-        return MeasureResult(tuple(float(c) for c in d.get("costs", ())), d.get("error"),
-                             d.get("msg", ""), float(d.get("compile_s", 0.0)),
+        costs = tuple(float(c) for c in d.get("costs", ()))
+        if not all(math.isfinite(c) and c > 0 for c in costs):
+            raise ValueError(f"a run time must be a positive finite number, got {costs}")
+        error = d.get("error")
+        if error is not None and error not in ERROR_KINDS:
+            raise ValueError(f"unknown error kind {error!r}")
+        return MeasureResult(costs, error, str(d.get("msg", "")), float(d.get("compile_s", 0.0)),
                              float(d.get("timestamp", 0.0)))
 
 

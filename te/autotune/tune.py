@@ -31,10 +31,26 @@ from .space import ConfigEntity, ConfigSpace
 from .workload import graph_key, output_ops, package_version
 
 
+def _check_outputs(outputs) -> None:
+    items = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    if not items:
+        raise ArgumentError("te.autotune: outputs must name at least one computed tensor, "
+                            "got an empty list")
+    for o in items:
+        op = getattr(o, "op", o)
+        if isinstance(op, PlaceholderOp):
+            raise ArgumentError(f"te.autotune: outputs must be computed tensors, got "
+                                f"placeholder '{op.name}' (an input)")
+        if not isinstance(op, ComputeOp):
+            raise ArgumentError(f"te.autotune: outputs must be tensors or operations of "
+                                f"te.compute, got {type(o).__name__}")
+
+
 class AutoTask:
     """The automatic space over a compute graph."""
 
     def __init__(self, outputs, args=None):
+        _check_outputs(outputs)
         self.outputs = outputs
         self.args = list(args) if args is not None else default_args(outputs)
         self.key = graph_key(outputs)
@@ -224,13 +240,39 @@ class _Progress:
         sys.stderr.flush()
 
 
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_tune_args(trials, timeout, early_stopping, batch_size, seed, measure_option) -> None:
+    def bad(name, expected, got):
+        raise ArgumentError(f"te.autotune: {name} must be {expected}, got {got!r}")
+    if not _is_int(trials) or trials < 1:
+        bad("trials", "a positive int", trials)
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout <= 0):
+        bad("timeout", "a positive number of seconds or None", timeout)
+    if early_stopping is not None and (not _is_int(early_stopping) or early_stopping < 1):
+        bad("early_stopping", "a positive int or None", early_stopping)
+    if not _is_int(batch_size) or batch_size < 1:
+        bad("batch_size", "a positive int", batch_size)
+    if seed is not None and not _is_int(seed):
+        bad("seed", "an int or None", seed)
+    if measure_option is not None and not isinstance(measure_option, MeasureOptions):
+        bad("measure_option", "a te.autotune.measure.MeasureOptions", measure_option)
+
+
 def tune(task, trials: int = 500, target: str = "llvm", log: str | None = None,
          tuner: str = "xgb", timeout: float | None = None, seed: int | None = None,
          early_stopping: int | None = None, verbose: int = 1,
          measure_option: MeasureOptions | None = None, batch_size: int = 16) -> TuneResult:
     """Run the tuning loop on `task`; see te.autotune for the parameters."""
-    if not isinstance(trials, int) or trials < 1:
-        raise ArgumentError(f"te.autotune: trials must be a positive int, got {trials!r}")
+    _check_tune_args(trials, timeout, early_stopping, batch_size, seed, measure_option)
+    if log is not None:
+        try:
+            R.check_log_path(log)
+        except ValueError as err:
+            raise ArgumentError(f"te.autotune: {err}") from None
     start = time.time()
     space = task.space
     version = package_version()
@@ -309,6 +351,8 @@ def _resume(result: TuneResult, tuner_obj, task, log, target: str, version: str)
     for rec in R.load_records(log)[0]:
         if rec.workload != task.key or rec.target != target or rec.version != version:
             continue
+        if rec.result.error in R.TRANSIENT_ERRORS:
+            continue  # a timeout or crash may pass (machine load): measure it again
         try:
             cfg = ConfigEntity.from_json_dict(task.space, rec.config)
         except ScheduleError:

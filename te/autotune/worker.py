@@ -12,7 +12,9 @@ import importlib
 import importlib.util
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
 
@@ -103,7 +105,28 @@ def measure(req: dict, tasks: dict, hooks: dict) -> dict:
     return {"costs": list(res.results), "error": None, "compile_s": compile_s}
 
 
+def _die_with_parent() -> None:
+    """A worker stuck in a hung kernel never reads stdin EOF: have the kernel (Linux) kill
+    it when the tuning process dies, and check the parent as a fallback elsewhere."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main() -> int:
+    _die_with_parent()
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything else printed (Python or native) goes to the log, not the pipe
     sys.stdout = sys.stderr

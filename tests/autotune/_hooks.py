@@ -12,3 +12,10 @@ def misbehave(config):
         ctypes.string_at(0)
     if mode == "hang":
         time.sleep(1000)
+
+
+def always_hang(config):
+    """Every candidate hangs, the unscheduled reference (no knobs) does not (for the
+    resume-after-timeout and orphan-worker tests)."""
+    if config and config.get("knobs"):
+        time.sleep(1000)

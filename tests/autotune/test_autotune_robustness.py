@@ -1,0 +1,158 @@
+"""The tuner's guard rails: arguments checked before anything runs, logs that are never
+damaged or misread, transient failures measured again on resume, and measurement workers
+that die with the tuning process instead of spinning on as orphans."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import te
+from te.autotune import records as R
+from te.autotune.measure import MeasureOptions
+
+HOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_hooks.py")
+FAST = dict(number=1, repeat=2, min_repeat_ms=0)
+
+
+def _double(n=32):
+    A = te.placeholder((n,), name="A")
+    return te.compute((n,), lambda i: A[i] * 2.0, name="B"), A
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(trials=0), r"trials must be a positive int, got 0"),
+    (dict(trials=True), r"trials must be a positive int, got True"),
+    (dict(timeout=0.0), r"timeout must be a positive number of seconds or None, got 0.0"),
+    (dict(early_stopping=0), r"early_stopping must be a positive int or None, got 0"),
+    (dict(batch_size=-1), r"batch_size must be a positive int, got -1"),
+    (dict(seed="abc"), r"seed must be an int or None, got 'abc'"),
+    (dict(measure_option="fast"), r"measure_option must be a .*MeasureOptions, got 'fast'"),
+    (dict(target=""), r"target must be 'llvm' \(this CPU\), got ''"),
+    (dict(target="llvm -mcpu=skylake"), r"target must be 'llvm' \(this CPU\)"),
+])
+def test_bad_arguments_name_the_parameter(kwargs, message):
+    B, _ = _double()
+    kwargs = {"trials": 2, **kwargs}
+    with pytest.raises(te.ArgumentError, match="^te.autotune: " + message):
+        te.autotune(B, verbose=0, **kwargs)
+
+
+def test_outputs_must_be_computed_tensors():
+    B, A = _double()
+    with pytest.raises(te.ArgumentError, match=r"got placeholder 'A' \(an input\)"):
+        te.autotune(A, trials=2, verbose=0)
+    with pytest.raises(te.ArgumentError, match=r"got an empty list"):
+        te.autotune([], trials=2, verbose=0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(number=0), r"number must be a positive int, got 0"),
+    (dict(repeat=True), r"repeat must be a positive int, got True"),
+    (dict(timeout=0), r"timeout must be a positive number, got 0"),
+    (dict(min_repeat_ms=float("nan")), r"min_repeat_ms must be a finite number >= 0, got nan"),
+    (dict(rtol=-1), r"rtol must be a finite number >= 0, got -1"),
+])
+def test_measure_options_are_checked(kwargs, message):
+    with pytest.raises(te.ArgumentError, match="^MeasureOptions: " + message):
+        MeasureOptions(**kwargs)
+
+
+def test_a_file_that_is_not_a_tuning_log_is_never_appended_to(tmp_path):
+    script = tmp_path / "precious.py"
+    script.write_text("print('my precious script')\n")
+    B, _ = _double()
+    with pytest.raises(te.ArgumentError, match=r"is not a te tuning log"):
+        te.autotune(B, trials=2, verbose=0, log=str(script))
+    assert script.read_text() == "print('my precious script')\n"
+
+
+@pytest.mark.parametrize("kind", ["directory", "unwritable"])
+def test_an_unusable_log_path_fails_before_measuring(tmp_path, kind):
+    path = str(tmp_path) if kind == "directory" else "/proc/no/such/dir/log.jsonl"
+    B, _ = _double()
+    with pytest.raises(te.ArgumentError, match=r"^te.autotune: log: "):
+        te.autotune(B, trials=2, verbose=0, log=path)
+
+
+def test_apply_history_best_with_a_missing_log_says_so(tmp_path):
+    with pytest.raises(te.ArgumentError, match=r"log '.*missing.jsonl' does not exist"):
+        te.autotune.apply_history_best(str(tmp_path / "missing.jsonl"))
+
+
+def test_records_with_impossible_costs_are_skipped(tmp_path):
+    log = tmp_path / "log.jsonl"
+    good = R.Record("w", "llvm", "0", {"knobs": {}}, R.MeasureResult((1e-3,)))
+    lines = [good.to_line()]
+    for costs in ([-5.0], [float("nan")], [0.0]):
+        d = json.loads(good.to_line())
+        d["result"]["costs"] = costs
+        lines.append(json.dumps(d) + "\n")
+    log.write_text("".join(lines))
+    records, skipped = R.load_records(str(log))
+    assert [r.result.costs for r in records] == [(1e-3,)]
+    assert skipped == 3
+
+
+def test_transient_failures_are_measured_again_on_resume(tmp_path):
+    log = str(tmp_path / "log.jsonl")
+    B, _ = _double(64)
+    hang = MeasureOptions(timeout=1.0, hook=HOOKS + ":always_hang", **FAST)
+    first = te.autotune(B, trials=2, tuner="grid", verbose=0, log=log, measure_option=hang)
+    assert first.errors == {R.TIMEOUT: 2}
+    second = te.autotune(B, trials=2, tuner="grid", verbose=0, log=log,
+                         measure_option=MeasureOptions(**FAST))
+    fresh = second.history[len([t for t in second.history if t.result.error]):]
+    assert second.best is not None, "timeouts from the first run were taken as final"
+    assert all(t.result.ok for t in fresh)
+
+
+def test_a_worker_dies_with_the_tuning_process(tmp_path):
+    script = tmp_path / "tune_forever.py"
+    script.write_text(textwrap.dedent(f"""
+        import te
+        from te.autotune.measure import MeasureOptions
+        A = te.placeholder((32,), name="A")
+        B = te.compute((32,), lambda i: A[i] * 2.0, name="B")
+        te.autotune(B, trials=2, tuner="grid", verbose=0,
+                    measure_option=MeasureOptions(timeout=100, hook={HOOKS + ':always_hang'!r}))
+    """))
+    env = dict(os.environ, PYTHONPATH=os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, str(script)], env=env)
+    try:
+        workers = []
+        for _ in range(60):  # wait until the worker is busy with the hung candidate
+            time.sleep(0.5)
+            out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(proc.pid)],
+                                 capture_output=True, text=True).stdout.split()
+            workers = [int(p) for p in out]
+            if workers:
+                break
+        assert workers, "no measurement worker was started"
+        time.sleep(3)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.time() + 10
+        alive = workers
+        while alive and time.time() < deadline:
+            time.sleep(0.5)
+            alive = [p for p in alive if _alive(p)]
+        assert not alive, f"worker(s) {alive} outlived the killed tuning process"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is dead
+        return f.read().split()[2] != "Z"
