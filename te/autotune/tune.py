@@ -93,20 +93,17 @@ def estimate_flops(outputs) -> float:
         for iv in list(op.axis) + list(op.reduce_axis):
             ext = iv.dom.extent
             points *= float(ext.value) if isinstance(ext, E.Const) else 1.0
-        count = 0
-
-        def visit(x):
-            nonlocal count
-            if isinstance(x, E.Binary) and x.op in E.ARITH_OPS:
-                count += 1
-            elif isinstance(x, E.Call) and not x.extern:
-                count += 1
-            elif isinstance(x, E.Reduce):
-                count += 1
-        for b in op.body[:1]:
-            E.pre_order(b, visit)
-        total += points * max(count, 1)
+        total += points * max(_value_ops(op.body[0]), 1)
     return total
+
+
+def _value_ops(e) -> int:
+    """Arithmetic on values; index arithmetic inside tensor reads is addressing, not work."""
+    if isinstance(e, E.TensorLoad):
+        return 0
+    own = 1 if (isinstance(e, E.Binary) and e.op in E.ARITH_OPS) or \
+        (isinstance(e, E.Call) and not e.extern) or isinstance(e, E.Reduce) else 0
+    return own + sum(_value_ops(k) for k in E.children(e))
 
 
 def random_inputs(args: list, seed: int = 0) -> list:
