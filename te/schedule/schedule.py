@@ -386,7 +386,17 @@ class Schedule:
         return rfactor(self, tensor, axis, factor_axis)
 
     def to_json(self) -> str:
+        """The recorded steps as JSON; `create_schedule(ops).replay(text)` rebuilds it."""
         return S.to_json(self.steps)
+
+    def replay(self, steps) -> "Schedule":
+        """Apply recorded steps (a to_json() string or Step objects) to this fresh schedule
+        of the same compute definition; returns self."""
+        from .dataflow import apply_steps
+        if self.steps:
+            raise ScheduleError("replay: the schedule already has steps; replay onto a fresh "
+                                "te.create_schedule(...)")
+        return apply_steps(self, S.from_json(steps) if isinstance(steps, str) else steps)
 
     def __repr__(self):
         return "schedule(" + ", ".join(st.name for st in self.stages) + ")"

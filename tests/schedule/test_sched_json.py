@@ -169,3 +169,16 @@ def test_bad_json_raises():
         S.from_json('[{"type": "ComputeRoot"}]')
     with pytest.raises(te.ScheduleError, match=r"expected a list of steps, got dict"):
         S.from_json('{"type": "ComputeRoot"}')
+
+
+def test_replay_method_rebuilds_the_schedule_and_refuses_a_used_one():
+    A = te.placeholder((13, 9), name="A")
+    B = te.compute((13, 9), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=4)
+    s[B].parallel(xo)
+    text = s.to_json()
+    replayed = te.create_schedule(B.op).replay(text)
+    assert str(te.lower(replayed, [A, B])) == str(te.lower(s, [A, B]))
+    with pytest.raises(te.ScheduleError, match=r"^replay: the schedule already has steps"):
+        s.replay(text)
