@@ -3,7 +3,8 @@
 Takes a flattened ir.PrimFunc (Allocate/Store/Load over flat Buffers, Ramp/Broadcast vectors)
 and gives the text of `i32 @name(ptr %buf..., <scalars>...)`, which returns 0, or -2 - 2k when
 heap buffer k (ModuleGen.heap_buffers) could not be allocated and -3 - 2k when it exceeds the
-int32 index range. Parallel loops are outlined and run through GOMP_parallel (codegen_llvm_parallel.py). Imports llvmlite,
+int32 index range. Parallel loops are outlined onto GOMP_parallel (codegen_llvm_parallel.py);
+intrinsics, libm calls and the vector exp live in codegen_llvm_math.py. Imports llvmlite,
 te.dtype, te.errors, te.compute.expr and te.lower.ir only.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ from llvmlite import ir
 from .. import dtype as dt
 from ..compute import expr as E
 from ..errors import BuildError
+from . import codegen_llvm_math as cgmath
 from . import codegen_llvm_parallel as par
 from . import ir as tir
 
@@ -27,20 +29,6 @@ _LL_TYPE = {
     "float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType(),
     "handle": PTR,
 }
-_INTRINSIC_SUFFIX = {"float16": "f16", "float32": "f32", "float64": "f64"}
-
-# Intrinsics that LLVM provides for scalars and vectors alike.
-_LLVM_MATH = {
-    "exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "floor": "llvm.floor",
-    "ceil": "llvm.ceil", "trunc": "llvm.trunc", "round": "llvm.roundeven", "sin": "llvm.sin",
-    "cos": "llvm.cos", "log2": "llvm.log2", "log10": "llvm.log10", "exp2": "llvm.exp2",
-    "pow": "llvm.pow", "abs": "llvm.fabs",
-    # numpy.minimum/maximum propagate NaN and so do llvm.minimum/maximum (minnum does not).
-    "min": "llvm.minimum", "max": "llvm.maximum",
-}
-# Functions taken from libm (float32 name, float64 name); vectors are scalarized.
-_LIBM = {"tanh": ("tanhf", "tanh"), "erf": ("erff", "erf")}
-
 _FLOAT_BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "truncmod": "frem"}
 _INT_BINOP = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_"}
 _SIGNED_BINOP = {"truncdiv": "sdiv", "truncmod": "srem", "floordiv": "sdiv", "floormod": "srem"}
@@ -48,8 +36,6 @@ _UNSIGNED_BINOP = {"truncdiv": "udiv", "truncmod": "urem", "floordiv": "udiv",
                    "floormod": "urem"}
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _INT_DIV_OPS = ("floordiv", "floormod", "truncdiv", "truncmod")
-# `contract` lets LLVM fuse a multiply and an add into an FMA, as C compilers do by default.
-_FP_FLAGS = ("contract",)
 _MAX_STACK_BYTES = 64 * 1024
 # Indices are int32; the same headroom for split loops as runtime.checker.INDEX_LIMIT.
 _INDEX_LIMIT = 2**31 - 2**20
@@ -428,17 +414,18 @@ class FuncGen:
 
     def float_binary(self, op: str, dtype: str, a, b) -> ir.Value:
         if op in _FLOAT_BINOP:
-            return getattr(self.b, _FLOAT_BINOP[op])(a, b, flags=_FP_FLAGS)
+            return getattr(self.b, _FLOAT_BINOP[op])(a, b, flags=cgmath.FP_FLAGS)
         if op in ("min", "max"):
-            return self.intrinsic(_LLVM_MATH[op], dtype, [a, b])
-        quotient = self.b.fdiv(a, b, flags=_FP_FLAGS)
+            return self.intrinsic(cgmath.LLVM_MATH[op], dtype, [a, b])
+        quotient = self.b.fdiv(a, b, flags=cgmath.FP_FLAGS)
         if op == "truncdiv":
             return self.intrinsic("llvm.trunc", dtype, [quotient])
         floor = self.intrinsic("llvm.floor", dtype, [quotient])
         if op == "floordiv":
             return floor
         if op == "floormod":
-            return self.b.fsub(a, self.b.fmul(floor, b, flags=_FP_FLAGS), flags=_FP_FLAGS)
+            flags = cgmath.FP_FLAGS
+            return self.b.fsub(a, self.b.fmul(floor, b, flags=flags), flags=flags)
         raise BuildError(f"Binary: operator {op!r} is not supported for dtype {dtype}")
 
     def compare(self, op: str, dtype: str, a, b) -> ir.Value:
@@ -507,90 +494,16 @@ class FuncGen:
             vec = self.b.insert_element(vec, v, I32(k))
         return vec
 
+    ll_type = staticmethod(ll_type)  # for codegen_llvm_math, which cannot import this module
+
     def expr_Call(self, e: E.Call) -> ir.Value:
-        args = [self.expr(a) for a in e.args]
-        if e.extern:
-            fn = self.mod.declare(e.name, ll_type(e.dtype), [a.type for a in args])
-            return self.b.call(fn, args)
-        if e.name == "abs" and not dt.is_float(e.dtype):
-            x = args[0]
-            neg = self.b.icmp_signed("<", x, ir.Constant(x.type, None))
-            return self.b.select(neg, self.b.sub(ir.Constant(x.type, None), x), x)
-        if not dt.is_float(e.dtype):
-            raise BuildError(f"Call: intrinsic {e.name!r} needs a float dtype, got {e.dtype}")
-        if e.name == "exp" and e.dtype.startswith("float32x"):
-            return self.vector_exp_f32(args[0], e.dtype)
-        if e.name in _LLVM_MATH:
-            return self.intrinsic(_LLVM_MATH[e.name], e.dtype, args)
-        if e.name in _LIBM:
-            return self.libm(e.name, e.dtype, args[0])
-        if e.name == "rsqrt":
-            root = self.intrinsic("llvm.sqrt", e.dtype, args)
-            return self.b.fdiv(self.float_const(1.0, e.dtype), root, flags=_FP_FLAGS)
-        if e.name == "sigmoid":
-            neg = self.b.fneg(args[0], flags=_FP_FLAGS)
-            denom = self.b.fadd(self.float_const(1.0, e.dtype),
-                                self.intrinsic("llvm.exp", e.dtype, [neg]), flags=_FP_FLAGS)
-            return self.b.fdiv(self.float_const(1.0, e.dtype), denom, flags=_FP_FLAGS)
-        raise BuildError(f"Call: unknown intrinsic {e.name!r}")
-
-    def vector_exp_f32(self, x, dtype: str) -> ir.Value:
-        """exp of a float32 vector without libm: LLVM scalarizes llvm.exp.v*f32 into expf
-        calls. exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 (two-part ln 2),
-        exp(r) by Cephes' degree-6 polynomial: ~1 ulp on normal results; NaN propagates,
-        results below the normal range flush to 0 and above it give inf, like expf."""
-        b, n = self.b, dt.lanes(dtype)
-        f = self.float_const
-        i32v = ir.VectorType(I32, n)
-        clamped = self.intrinsic("llvm.minimum", dtype, [
-            self.intrinsic("llvm.maximum", dtype, [x, f(-87.3365478515625, dtype)]),
-            f(88.72283172607422, dtype)])
-        k = self.intrinsic("llvm.roundeven", dtype,
-                           [b.fmul(clamped, f(1.4426950408889634, dtype))])
-        fma = "llvm.fma"
-        r = self.intrinsic(fma, dtype, [k, f(-0.693359375, dtype), clamped])
-        r = self.intrinsic(fma, dtype, [k, f(2.12194440e-4, dtype), r])
-        p = f(1.9875691500e-4, dtype)
-        for c in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
-                  5.0000001201e-1):
-            p = self.intrinsic(fma, dtype, [p, r, f(c, dtype)])
-        r2 = b.fmul(r, r)
-        y = b.fadd(self.intrinsic(fma, dtype, [p, r2, r]), f(1.0, dtype))
-        # 2^k as a float: k in [-126, 128]; k = 128 is split as 2^127 * 2 to stay finite.
-        ki = b.fptosi(k, i32v)
-        half = b.ashr(ki, ir.Constant(i32v, [1] * n))
-        rest = b.sub(ki, half)
-
-        def pow2(e):
-            bits = b.shl(b.add(e, ir.Constant(i32v, [127] * n)), ir.Constant(i32v, [23] * n))
-            return b.bitcast(bits, ll_type(dtype))
-        y = b.fmul(b.fmul(y, pow2(half)), pow2(rest))
-        zero, inf = f(0.0, dtype), f(float("inf"), dtype)
-        y = b.select(b.fcmp_ordered("<", x, f(-87.3365478515625, dtype)), zero, y)
-        y = b.select(b.fcmp_ordered(">", x, f(88.72283172607422, dtype)), inf, y)
-        return b.select(b.fcmp_unordered("uno", x, x), x, y)
+        return cgmath.emit_call(self, e)
 
     def float_const(self, value: float, dtype: str) -> ir.Value:
         return self.expr_Const(E.Const(dtype, value))
 
     def intrinsic(self, name: str, dtype: str, args: list) -> ir.Value:
-        base, n = dt.split_lanes(dtype)
-        suffix = _INTRINSIC_SUFFIX[base] if n == 1 else f"v{n}{_INTRINSIC_SUFFIX[base]}"
-        t = ll_type(dtype)
-        fn = self.mod.declare(f"{name}.{suffix}", t, [t] * len(args))
-        return self.b.call(fn, args)
-
-    def libm(self, name: str, dtype: str, x) -> ir.Value:
-        base, n = dt.split_lanes(dtype)
-        if n > 1:
-            lanes = [self.libm(name, base, self.b.extract_element(x, I32(k))) for k in range(n)]
-            return self.vector_of(lanes, dtype)
-        if base == "float16":
-            wide = self.libm(name, "float32", self.b.fpext(x, ll_type("float32")))
-            return self.b.fptrunc(wide, ll_type(base))
-        t = ll_type(base)
-        fn = self.mod.declare(_LIBM[name][0 if base == "float32" else 1], t, [t])
-        return self.b.call(fn, [x])
+        return cgmath.intrinsic(self, name, dtype, args)
 
 
 def mem_dtype(dtype: str) -> str:

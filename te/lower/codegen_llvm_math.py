@@ -1,0 +1,114 @@
+"""Math for codegen_llvm: intrinsic calls, libm calls and a vectorized float32 exp.
+
+Takes the FuncGen of codegen_llvm (duck-typed, never imported here, so no cycle: it gives
+.b, .mod, .ll_type, .expr, .expr_Const, .float_const and .vector_of) and
+te.compute.expr Call nodes; gives LLVM values. Imports llvmlite, te.dtype, te.errors and
+te.compute.expr.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import dtype as dt
+from ..compute import expr as E
+from ..errors import BuildError
+
+I32 = ir.IntType(32)
+# `contract` lets LLVM fuse a multiply and an add into an FMA, as C compilers do by default.
+FP_FLAGS = ("contract",)
+INTRINSIC_SUFFIX = {"float16": "f16", "float32": "f32", "float64": "f64"}
+
+# Intrinsics that LLVM provides for scalars and vectors alike.
+LLVM_MATH = {
+    "exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "floor": "llvm.floor",
+    "ceil": "llvm.ceil", "trunc": "llvm.trunc", "round": "llvm.roundeven", "sin": "llvm.sin",
+    "cos": "llvm.cos", "log2": "llvm.log2", "log10": "llvm.log10", "exp2": "llvm.exp2",
+    "pow": "llvm.pow", "abs": "llvm.fabs",
+    # numpy.minimum/maximum propagate NaN and so do llvm.minimum/maximum (minnum does not).
+    "min": "llvm.minimum", "max": "llvm.maximum",
+}
+# Functions taken from libm (float32 name, float64 name); vectors are scalarized.
+LIBM = {"tanh": ("tanhf", "tanh"), "erf": ("erff", "erf")}
+
+
+def emit_call(gen, e: E.Call) -> ir.Value:
+    args = [gen.expr(a) for a in e.args]
+    if e.extern:
+        fn = gen.mod.declare(e.name, gen.ll_type(e.dtype), [a.type for a in args])
+        return gen.b.call(fn, args)
+    if e.name == "abs" and not dt.is_float(e.dtype):
+        x = args[0]
+        neg = gen.b.icmp_signed("<", x, ir.Constant(x.type, None))
+        return gen.b.select(neg, gen.b.sub(ir.Constant(x.type, None), x), x)
+    if not dt.is_float(e.dtype):
+        raise BuildError(f"Call: intrinsic {e.name!r} needs a float dtype, got {e.dtype}")
+    if e.name == "exp" and e.dtype.startswith("float32x"):
+        return vector_exp_f32(gen, args[0], e.dtype)
+    if e.name in LLVM_MATH:
+        return intrinsic(gen, LLVM_MATH[e.name], e.dtype, args)
+    if e.name in LIBM:
+        return libm(gen, e.name, e.dtype, args[0])
+    if e.name == "rsqrt":
+        root = intrinsic(gen, "llvm.sqrt", e.dtype, args)
+        return gen.b.fdiv(gen.float_const(1.0, e.dtype), root, flags=FP_FLAGS)
+    if e.name == "sigmoid":
+        neg = gen.b.fneg(args[0], flags=FP_FLAGS)
+        denom = gen.b.fadd(gen.float_const(1.0, e.dtype),
+                            intrinsic(gen, "llvm.exp", e.dtype, [neg]), flags=FP_FLAGS)
+        return gen.b.fdiv(gen.float_const(1.0, e.dtype), denom, flags=FP_FLAGS)
+    raise BuildError(f"Call: unknown intrinsic {e.name!r}")
+
+def vector_exp_f32(gen, x, dtype: str) -> ir.Value:
+    """exp of a float32 vector without libm: LLVM scalarizes llvm.exp.v*f32 into expf
+    calls. exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 (two-part ln 2),
+    exp(r) by Cephes' degree-6 polynomial: ~1 ulp on normal results; NaN propagates,
+    results below the normal range flush to 0 and above it give inf, like expf."""
+    b, n = gen.b, dt.lanes(dtype)
+    f = gen.float_const
+    i32v = ir.VectorType(I32, n)
+    clamped = intrinsic(gen, "llvm.minimum", dtype, [
+        intrinsic(gen, "llvm.maximum", dtype, [x, f(-87.3365478515625, dtype)]),
+        f(88.72283172607422, dtype)])
+    k = intrinsic(gen, "llvm.roundeven", dtype,
+                       [b.fmul(clamped, f(1.4426950408889634, dtype))])
+    fma = "llvm.fma"
+    r = intrinsic(gen, fma, dtype, [k, f(-0.693359375, dtype), clamped])
+    r = intrinsic(gen, fma, dtype, [k, f(2.12194440e-4, dtype), r])
+    p = f(1.9875691500e-4, dtype)
+    for c in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+              5.0000001201e-1):
+        p = intrinsic(gen, fma, dtype, [p, r, f(c, dtype)])
+    r2 = b.fmul(r, r)
+    y = b.fadd(intrinsic(gen, fma, dtype, [p, r2, r]), f(1.0, dtype))
+    # 2^k as a float: k in [-126, 128]; k = 128 is split as 2^127 * 2 to stay finite.
+    ki = b.fptosi(k, i32v)
+    half = b.ashr(ki, ir.Constant(i32v, [1] * n))
+    rest = b.sub(ki, half)
+
+    def pow2(e):
+        bits = b.shl(b.add(e, ir.Constant(i32v, [127] * n)), ir.Constant(i32v, [23] * n))
+        return b.bitcast(bits, gen.ll_type(dtype))
+    y = b.fmul(b.fmul(y, pow2(half)), pow2(rest))
+    zero, inf = f(0.0, dtype), f(float("inf"), dtype)
+    y = b.select(b.fcmp_ordered("<", x, f(-87.3365478515625, dtype)), zero, y)
+    y = b.select(b.fcmp_ordered(">", x, f(88.72283172607422, dtype)), inf, y)
+    return b.select(b.fcmp_unordered("uno", x, x), x, y)
+
+def intrinsic(gen, name: str, dtype: str, args: list) -> ir.Value:
+    base, n = dt.split_lanes(dtype)
+    suffix = INTRINSIC_SUFFIX[base] if n == 1 else f"v{n}{INTRINSIC_SUFFIX[base]}"
+    t = gen.ll_type(dtype)
+    fn = gen.mod.declare(f"{name}.{suffix}", t, [t] * len(args))
+    return gen.b.call(fn, args)
+
+def libm(gen, name: str, dtype: str, x) -> ir.Value:
+    base, n = dt.split_lanes(dtype)
+    if n > 1:
+        lanes = [libm(gen, name, base, gen.b.extract_element(x, I32(k))) for k in range(n)]
+        return gen.vector_of(lanes, dtype)
+    if base == "float16":
+        wide = libm(gen, name, "float32", gen.b.fpext(x, gen.ll_type("float32")))
+        return gen.b.fptrunc(wide, gen.ll_type(base))
+    t = gen.ll_type(base)
+    fn = gen.mod.declare(LIBM[name][0 if base == "float32" else 1], t, [t])
+    return gen.b.call(fn, [x])
