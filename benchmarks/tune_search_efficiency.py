@@ -1,11 +1,22 @@
 """Search efficiency: xgb vs random (and optuna) over 3 workloads x 3 seeds, plus the cost
 model's pairwise ranking accuracy on held-out measurements.
 
-`python benchmarks/tune_search_efficiency.py --trials 200` prints, per workload and seed,
-the trial at which each tuner first reaches 90% of its final best, and writes
-benchmarks/tune_search_efficiency.png (best-so-far GFLOP/s vs trials) when matplotlib is
-installed (imported lazily; it is not a project dependency). Target (issue 4): xgb reaches
-90% of its final best in at most half the trials random needs.
+`python benchmarks/tune_search_efficiency.py --trials 64 --threads 1` prints, per workload
+and seed, the trial at which each tuner first reaches a bar, and writes
+benchmarks/tune_search_efficiency.json and .png (best-so-far GFLOP/s vs trials) when
+matplotlib is installed (imported lazily; it is not a project dependency).
+
+Target (issue 4): xgb reaches 90% of its final best in at most half the trials the random
+tuner needs. Two readings, both reported:
+  * common bar (the comparison the target is about): the bar is 90% of the xgb run's
+    final best, and both tuners are timed to it; a run that never reaches it counts as
+    `trials` (a lower bound, which favours random) and is flagged;
+  * own bar: each run against 90% of its own final best. This one rewards a tuner that
+    stops improving early (a random run that plateaus at half the speed scores well), so
+    it is shown but not used as the verdict.
+`--threads 1` measures every candidate on one thread (OMP_NUM_THREADS=1 in the workers):
+on a 2-core machine shared with other jobs, two-thread timings of the same kernel vary by
+2x, which swamps the differences between good configs.
 """
 from __future__ import annotations
 
@@ -44,6 +55,14 @@ def trials_to_90(curve, final=None):
     return len(curve)
 
 
+def trials_to_bar(curve, bar):
+    """(first trial reaching `bar`, reached?)"""
+    for k, v in enumerate(curve):
+        if v >= bar:
+            return k + 1, True
+    return len(curve), False
+
+
 def heldout_accuracy(task, history, seed: int) -> float:
     """Train on a random 70% of the measured configs, rank the other 30%."""
     rows = []
@@ -65,7 +84,11 @@ def main() -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--tuners", nargs="+", default=["xgb", "random"])
     p.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads per measured kernel (OMP_NUM_THREADS of the workers)")
     a = p.parse_args()
+    if a.threads is not None:
+        os.environ["OMP_NUM_THREADS"] = str(a.threads)
     here = os.path.dirname(os.path.abspath(__file__))
     curves, summary = {}, []
     for wname in a.workloads:
@@ -85,16 +108,19 @@ def main() -> None:
                                                                          res.history, seed), 3)
                 summary.append(row)
                 print(json.dumps(row), flush=True)
-    # 90% of the best either tuner found on that workload and seed: a common bar
+    # The common bar: 90% of the xgb run's final best (or of the best any tuner found,
+    # when xgb is not among the tuners), the same bar for every tuner on that pair.
     for row in summary:
-        common = max(max(curves[(row["workload"], t, row["seed"])]) for t in a.tuners)
-        row["trials_to_90_common"] = trials_to_90(
-            curves[(row["workload"], row["tuner"], row["seed"])], common)
+        runs = {t: curves[(row["workload"], t, row["seed"])] for t in a.tuners}
+        ref = runs["xgb"] if "xgb" in runs else max(runs.values(), key=lambda c: c[-1])
+        n, ok = trials_to_bar(runs[row["tuner"]], 0.9 * ref[-1])
+        row["trials_to_90_common"], row["reached_common"] = n, ok
     agg = {}
     for tuner in a.tuners:
         rows = [r for r in summary if r["tuner"] == tuner]
         agg[tuner] = {k: round(sum(r[k] for r in rows) / len(rows), 2)
                       for k in ("trials_to_90", "trials_to_90_common", "final_gflops")}
+        agg[tuner]["runs_not_reaching_common_bar"] = sum(not r["reached_common"] for r in rows)
     accs = [r["heldout_pairwise_acc"] for r in summary if "heldout_pairwise_acc" in r]
     if accs:
         agg["heldout_pairwise_acc_mean"] = round(sum(accs) / len(accs), 3)

@@ -70,21 +70,28 @@ class GridTuner(Tuner):
 class XGBTuner(Tuner):
     """Screens many candidates with the ranking model, measures the top of the list.
 
-    Candidates: random configs plus one-knob mutations of the best measured ones. A share
-    `epsilon` of each batch is random, for exploration; the model retrains on every update.
-    Before the model has data, a batch is the default config (option 0 of every knob: the
-    space's prior), one-knob variations of it and random configs.
+    Cold start (before `min_train` measurements): the default config (option 0 of every
+    knob: the space's prior), then one-knob variations of it taken systematically (each
+    knob's other options, in shuffled order: a one-factor-at-a-time design that shows the
+    model each knob's effect around a good kernel), with a few random configs for
+    diversity. After that, each batch is the model's top picks from a pool of one-knob
+    mutations and crossovers of the best measured configs plus random configs; a share
+    `epsilon` of the batch is random, for exploration. Batches are at most `max_batch`, so
+    the model retrains (cheaply: a few hundred rows) after every few measurements.
     """
 
     def __init__(self, space: ConfigSpace, featurize, seed: int | None = None,
-                 n_screen: int = 500, epsilon: float = 0.1, min_train: int = 16):
+                 n_screen: int = 500, epsilon: float = 0.1, min_train: int = 8,
+                 max_batch: int = 8):
         super().__init__(space, seed)
         self.featurize = featurize
         self.n_screen, self.epsilon, self.min_train = n_screen, epsilon, min_train
+        self.max_batch = max_batch
         self.model = XGBCostModel(seed=seed or 0)
         self.feature_cache: dict = {}
         self.xs: list = []
         self.ys: list = []
+        self._ofat: list | None = None   # the cold start's one-knob variations, in order
 
     def features(self, cfg):
         idx = cfg.index
@@ -92,41 +99,77 @@ class XGBTuner(Tuner):
             self.feature_cache[idx] = self.featurize(cfg)
         return self.feature_cache[idx]
 
+    def _parents(self) -> list:
+        ranked = sorted((c for c in self.history if math.isfinite(c[1])), key=lambda c: c[1])
+        return [c for c, _ in ranked[:8]] or [self.space.default()]
+
+    def _take(self, values: dict, out: list, exclude: set) -> None:
+        cand = ConfigEntity(self.space, values)
+        idx = cand.index
+        if idx not in self.visited and idx not in exclude:
+            exclude.add(idx)
+            out.append(cand)
+
     def _mutations(self, count: int, exclude: set) -> list:
         """One-knob changes of the best measured configs (local search around them)."""
-        ranked = sorted((c for c in self.history if math.isfinite(c[1])), key=lambda c: c[1])
-        parents = [c for c, _ in ranked[:8]] or [self.space.default()]
+        parents = self._parents()
         names = [k for k, knob in self.space.knobs.items() if len(knob.options) > 1]
-        out = []
+        out: list = []
         for _ in range(count * 3):
-            if not parents or not names or len(out) >= count:
+            if not names or len(out) >= count:
                 break
             values = dict(self.rng.choice(parents).values)
             name = self.rng.choice(names)
             values[name] = _option(self.space, name,
                                    self.rng.randrange(len(self.space.knobs[name].options)))
-            cand = ConfigEntity(self.space, values)
-            idx = cand.index
-            if idx in self.visited or idx in exclude:
-                continue
-            exclude.add(idx)
-            out.append(cand)
+            self._take(values, out, exclude)
         return out
 
-    def next_batch(self, n: int) -> list:
-        if not self.model.trained or len(self.xs) < self.min_train:
-            # Cold start: the default config (the space's prior: a register-tiled,
-            # vectorized, parallel kernel), one-knob variations of it, and random ones.
-            exclude: set = set()
-            out = []
+    def _crossovers(self, count: int, exclude: set) -> list:
+        """Each knob from one of two good parents: combines what worked in each."""
+        parents = self._parents()
+        out: list = []
+        if len(parents) < 2:
+            return out
+        for _ in range(count * 3):
+            if len(out) >= count:
+                break
+            a, b = self.rng.sample(parents, 2)
+            values = {k: (a if self.rng.random() < 0.5 else b).values[k]
+                      for k in self.space.knobs}
+            self._take(values, out, exclude)
+        return out
+
+    def _one_factor_variations(self) -> list:
+        if self._ofat is None:
             default = self.space.default()
-            if default.index not in self.visited:
-                exclude.add(default.index)
-                out.append(default)
-            out += self._mutations(max(0, n // 2 - len(out)), exclude)
-            return out + self._random_unvisited(n - len(out), exclude)
+            pairs = [(name, k) for name, knob in self.space.knobs.items()
+                     for k in range(1, len(knob.options))]
+            self.rng.shuffle(pairs)
+            self._ofat = []
+            for name, k in pairs:
+                values = dict(default.values)
+                values[name] = _option(self.space, name, k)
+                self._ofat.append(values)
+        return self._ofat
+
+    def _cold_start(self, n: int) -> list:
         exclude: set = set()
-        pool = self._mutations(self.n_screen // 2, exclude)
+        out: list = []
+        self._take(dict(self.space.default().values), out, exclude)
+        n_random = n // 4
+        variations = self._one_factor_variations()
+        while variations and len(out) < n - n_random:
+            self._take(variations.pop(0), out, exclude)
+        return out + self._random_unvisited(n - len(out), exclude)
+
+    def next_batch(self, n: int) -> list:
+        n = min(n, self.max_batch)
+        if not self.model.trained or len(self.xs) < self.min_train:
+            return self._cold_start(n)
+        exclude: set = set()
+        pool = self._mutations(int(self.n_screen * 0.4), exclude)
+        pool += self._crossovers(int(self.n_screen * 0.2), exclude)
         pool += self._random_unvisited(self.n_screen - len(pool), exclude)
         feats, keep = [], []
         for cfg in pool:

@@ -226,6 +226,10 @@ class ConfigSpace(_ConfigBase):
             scale *= len(opts)
         return index
 
+    def option_index(self, name: str, value) -> int:
+        """Position of `value` among knob `name`'s options."""
+        return [_plain(o) for o in self.knobs[name].options].index(value)
+
     def default(self) -> "ConfigEntity":
         return self.get(0)
 

@@ -196,13 +196,23 @@ def _compile_job(task, cfg, parallel: bool):
     return Job(ll, sig, cfg.to_json_dict() if cfg is not None else {}), None
 
 
-def featurizer(task):
+def featurizer(task, knobs: bool = True):
+    """cfg -> program features (features.py) followed, with `knobs`, by each knob's option
+    index: within one task the knobs are the search's own coordinates (AutoTVM's "knob"
+    features), and the trees split on them directly where the program features only
+    reflect them indirectly."""
+    names = list(task.space.knobs)
+
     def featurize(cfg):
         try:
             s, args = task.instantiate(cfg)
-            return F.extract(F.lower_for_features(s, args))
+            program = F.extract(F.lower_for_features(s, args))
         except Exception:  # noqa: BLE001 - an unbuildable candidate ranks last
             return None
+        if not knobs:
+            return program
+        return list(program) + [float(task.space.option_index(n, cfg.values[n]))
+                                for n in names]
     return featurize
 
 

@@ -115,3 +115,51 @@ def test_cost_model_ranks_held_out_points():
     model.fit(xs[::2], costs[::2])
     acc = pairwise_accuracy(model.predict(xs[1::2]), costs[1::2])
     assert acc > 0.8
+
+
+def _matmul_task(n: int = 96) -> AutoTask:
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    return AutoTask(ops.matmul(A, B))
+
+
+def test_xgb_cold_start_is_the_default_then_one_knob_variations():
+    task = _matmul_task()
+    tuner = search.XGBTuner(task.space, featurizer(task), seed=0, max_batch=8)
+    batch = tuner.next_batch(16)
+    assert len(batch) == 8                                # capped: the model retrains sooner
+    default = task.space.default().values
+    assert batch[0].values == default
+    n_random = 8 // 4
+    for cfg in batch[1:8 - n_random]:
+        changed = [k for k in default if cfg.values[k] != default[k]]
+        assert len(changed) == 1, changed
+    assert len({c.index for c in batch}) == len(batch)
+    # the next cold-start batch continues the design instead of repeating it
+    tuner.update(batch, [R.MeasureResult(costs=(1e-3,))] * len(batch))
+    tuner.min_train = 10 ** 6                             # stay in the cold start
+    more = tuner.next_batch(8)
+    assert not {c.index for c in more} & {c.index for c in batch}
+
+
+def test_xgb_crossovers_take_every_knob_from_one_of_two_good_parents():
+    task = _matmul_task()
+    tuner = search.XGBTuner(task.space, featurizer(task), seed=1)
+    cfgs = tuner._random_unvisited(12, set())
+    tuner.update(cfgs, [R.MeasureResult(costs=(1e-3 * (k + 1),)) for k in range(12)])
+    parents = [c.values for c in cfgs[:8]]                # the 8 fastest
+    children = tuner._crossovers(20, set())
+    assert children
+    for child in children:
+        assert child.index not in tuner.visited
+        assert any(all(child.values[k] in (a[k], b[k]) for k in a)
+                   for a in parents for b in parents)
+
+
+def test_featurizer_appends_each_knobs_option_index():
+    task = _matmul_task()
+    cfg = task.space.get(len(task.space) - 1)             # the last option of every knob
+    plain = featurizer(task, knobs=False)(cfg)
+    full = featurizer(task)(cfg)
+    assert full[:len(plain)] == list(plain)
+    assert full[len(plain):] == [float(len(k.options) - 1) for k in task.space.knobs.values()]
