@@ -141,10 +141,11 @@ def copy(rows: int, cols: int):
     return s, [X, Y]
 
 
-def _lane_reduce(s, R, out, row):
-    """Reduce along the last axis as LANES vector partial results (rfactor), computed at
-    `row` of `out`; the final LANES -> 1 step is a short scalar loop."""
-    jo, ji = s[R].split(R.op.reduce_axis[0], factor=LANES)
+def _lane_reduce(s, R, out, row, lanes: int = LANES):
+    """Reduce along the last axis as `lanes` vector partial results (rfactor), computed at
+    `row` of `out`; the final lanes -> 1 step is a short scalar loop. lanes = 4 * LANES
+    gives four independent accumulator chains."""
+    jo, ji = s[R].split(R.op.reduce_axis[0], factor=lanes)
     RF = s.rfactor(R, ji, factor_axis=1)
     s[RF].compute_at(s[out], row)
     _lanes_inside(s, RF)
@@ -173,22 +174,38 @@ def row_sum(rows: int, cols: int):
     return s, [X, S]
 
 
+# max(a, b) as one compare-and-select (x86 maxps); NaN does not propagate through it.
+_select_max = te.comm_reducer(lambda a, b: te.if_then_else(a > b, a, b),
+                              lambda dtype: te.min_value(dtype), name="select_max")
+
+
 def softmax(rows: int, cols: int):
-    """Per row: max, exp into a row buffer with its sum, normalize; rows in parallel."""
+    """Per row: max, exp into a row buffer with its sum, one reciprocal, scale; rows in
+    parallel. The row max uses a compare-and-select max (1 instruction instead of 7 for
+    te.max, which propagates NaN): a NaN in a row still makes the whole row NaN, through
+    exp(NaN - max) in the sum, as numpy's softmax does. While the exp phase of row i
+    runs, it prefetches row i + 1 of X (one cache line per vector iteration), so the
+    DRAM read overlaps the compute; the scale phase prefetches the lines of Y it will
+    write 32 iterations ahead (2 KB), so its store misses do not stall one by one."""
     X = te.placeholder((rows, cols), name="X")
-    Y = nn.softmax(X, name="Y")
-    norm = Y
-    expsum = norm.op.input_tensors[1] if len(norm.op.input_tensors) > 1 else None
-    ex, expsum = [t for t in norm.op.input_tensors]
-    maxelem = ex.op.input_tensors[1]
+    k = te.reduce_axis((0, cols), name="k")
+    mx = te.compute((rows,), lambda i: _select_max(X[i, k], axis=k), name="Y_maxelem")
+    ex = te.compute((rows, cols), lambda i, j: te.exp(X[i, j] - mx[i]), name="Y_exp")
+    k2 = te.reduce_axis((0, cols), name="k")
+    expsum = te.compute((rows,), lambda i: te.sum(ex[i, k2], axis=k2), name="Y_expsum")
+    inv = te.compute((rows,), lambda i: 1.0 / expsum[i], name="Y_inv")
+    Y = te.compute((rows, cols), lambda i, j: ex[i, j] * inv[i], name="Y")
     s = te.create_schedule(Y.op)
     i, j = s[Y].op.axis
     s[Y].parallel(i)
-    _row_split(s, Y, j)
-    for R in (maxelem, expsum):
-        _lane_reduce(s, R, Y, i)
+    jo, _ = _row_split(s, Y, j)
+    for R in (mx, expsum):
+        _lane_reduce(s, R, Y, i, lanes=4 * LANES)
+    s[inv].compute_at(s[Y], i)
     s[ex].compute_at(s[Y], i)
-    _row_split(s, ex, ex.op.axis[1])
+    eo, _ = _row_split(s, ex, ex.op.axis[1])
+    s[ex].prefetch(X, eo, -(-cols // LANES))   # the same line of the next row
+    s[Y].prefetch(Y, jo, 32)
     return s, [X, Y]
 
 

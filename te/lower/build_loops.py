@@ -11,10 +11,12 @@ from __future__ import annotations
 from ..compute import expr as E
 from ..compute.expr import Const, Reduce, TensorLoad, Var
 from ..compute.tensor import REDUCE, ComputeOp, PlaceholderOp, Range
+from ..errors import LoweringError
 from ..schedule.schedule import INLINE, ROOT, SCOPE, Schedule, Stage
 from . import ir
 from .arith import Analyzer, interval
 from .bound import enclosing_loops, infer_bounds, leaf_to_root
+from .prefetch import prefetch_stmt
 
 
 def inline_bodies(sch: Schedule) -> dict:
@@ -65,11 +67,18 @@ class LoopBuilder:
         self.sch, self.bodies, self.bounds = sch, bodies, bounds
         self.arg_ops = {t.op for t in arg_tensors}
         self.attached: dict = {}
+        self.reads: dict = {}  # stage -> (body over leaf vars, Analyzer), for prefetch
         for st in sch.stages:
             if st in bounds and st.attach_type == SCOPE:
                 self.attached.setdefault((st.attach_stage, st.attach_ivar), []).append(st)
 
     def build(self) -> ir.Stmt:
+        for st in self.bounds:
+            for iv, attr in st.iter_attrs.items():
+                if attr.prefetch and iv not in st.leaf_iter_vars:
+                    raise LoweringError(f"prefetch at loop '{iv.var.name}' of stage "
+                                        f"'{st.name}': the loop was split or fused "
+                                        f"afterwards; prefetch at a current loop")
         roots = [st for st in self.sch.stages if st in self.bounds and st.attach_type == ROOT]
         return self._wrap_stages(roots, None)
 
@@ -106,6 +115,7 @@ class LoopBuilder:
                   for iv in b.root}
         body = tuple(E.substitute(x, vmap) for x in self.bodies[st])
         out_idx = tuple(values[iv] for iv in st.op.axis)
+        self.reads[st] = (body, out_idx, ana)
         leaves = st.leaf_iter_vars
         first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == REDUCE), None)
         data_guard = _conj([guards[iv] for iv in st.op.axis])
@@ -166,12 +176,23 @@ class LoopBuilder:
             if attach and (st, iv) in self.attached:
                 body = self._wrap_stages(self.attached[(st, iv)], body)
             attr = st.iter_attrs.get(iv)
+            if attach and attr and attr.prefetch:
+                body = ir.seq(self._prefetches(st, iv, attr), body)
             kind = attr.kind if attr else ir.SERIAL
             ext = b.extent[iv]
             body = ir.For(iv.var, E.const(0, ext.dtype), ext, kind, body,
                           attr.thread_tag if attr else "",
                           tuple(attr.pragmas) if attr else ())
         return body
+
+    def _prefetches(self, st: Stage, iv, attr) -> ir.Stmt:
+        if attr.kind == ir.VECTORIZED:
+            raise LoweringError(f"prefetch at loop '{iv.var.name}' of stage '{st.name}': the "
+                                f"loop is vectorized; prefetch at an enclosing loop")
+        body, out_idx, ana = self.reads[st]
+        extents = self.bounds[st].extent
+        return ir.seq(*[prefetch_stmt(st, iv, t, off, body, out_idx, extents, ana)
+                        for t, off in attr.prefetch])
 
 
 def _zero(e) -> bool:

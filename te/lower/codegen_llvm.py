@@ -499,6 +499,9 @@ class FuncGen:
     def expr_Call(self, e: E.Call) -> ir.Value:
         return cgmath.emit_call(self, e)
 
+    def expr_Prefetch(self, e: tir.Prefetch) -> ir.Value:
+        return cgmath.prefetch(self, e.load, e.write)
+
     def float_const(self, value: float, dtype: str) -> ir.Value:
         return self.expr_Const(E.Const(dtype, value))
 

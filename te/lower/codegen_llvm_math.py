@@ -1,9 +1,9 @@
-"""Math for codegen_llvm: intrinsic calls, libm calls and a vectorized float32 exp.
+"""Math for codegen_llvm: intrinsic calls, libm calls, a vectorized float32 exp, prefetch.
 
 Takes the FuncGen of codegen_llvm (duck-typed, never imported here, so no cycle: it gives
-.b, .mod, .ll_type, .expr, .expr_Const, .float_const and .vector_of) and
-te.compute.expr Call nodes; gives LLVM values. Imports llvmlite, te.dtype, te.errors and
-te.compute.expr.
+.b, .mod, .ll_type, .expr, .expr_Const, .float_const, .vector_of and .address) and
+te.compute.expr Call nodes or the Load of an ir.Prefetch; gives LLVM values. Imports
+llvmlite, te.dtype, te.errors and te.compute.expr.
 """
 from __future__ import annotations
 
@@ -86,6 +86,15 @@ def vector_exp_f32(gen, x, dtype: str) -> ir.Value:
 # sqrt(2) * exp(r) on [-ln 2 / 2, ln 2 / 2], lowest degree first (relative error 7.5e-8).
 EXP_POLY = (1.4142136573791504, 1.4142131805419922, 0.7070911526679993, 0.2357151061296463,
             0.05927730351686478, 0.011734656058251858)
+
+def prefetch(gen, load, write: bool) -> ir.Value:
+    """llvm.prefetch of the address of scalar `load` (an ir.Load), for reading or writing,
+    kept in all cache levels (locality 3), data cache: x86 emits prefetcht0 or prefetchw.
+    Returns null (the Prefetch node has no value)."""
+    ptr = gen.address(load.buffer, gen.expr(load.index))
+    fn = gen.mod.declare("llvm.prefetch.p0", ir.VoidType(), [ptr.type, I32, I32, I32])
+    gen.b.call(fn, [ptr, I32(int(write)), I32(3), I32(1)])
+    return ir.Constant(ptr.type, None)
 
 def intrinsic(gen, name: str, dtype: str, args: list) -> ir.Value:
     base, n = dt.split_lanes(dtype)

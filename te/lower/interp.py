@@ -450,6 +450,18 @@ class _Compiler:
             return arr[i]
         return load
 
+    def expr_Prefetch(self, e: ir.Prefetch) -> Callable:
+        """A cache hint: nothing is read, but the lowering promises an address inside the
+        buffer, so the index is checked (it has no side effects to evaluate)."""
+        b, bufs, k = e.load.buffer, self.bufs, self.buffer_slot(e.load.buffer)
+        index = self.expr(e.load.index)
+
+        def prefetch():
+            i, arr = index(), bufs[k]
+            if not 0 <= i < arr.size:
+                raise _oob(b, i, arr.size, "prefetch of")
+        return prefetch
+
 
 def _vector_select(cond, t: Callable, f: Callable):
     """Lane-wise select that evaluates a side only when some lane takes it: a broadcast

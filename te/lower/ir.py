@@ -58,6 +58,22 @@ class Load(Expr):
         return dataclasses.replace(self, index=new[0])
 
 
+@dataclass(frozen=True, eq=False)
+class Prefetch(Expr):
+    """A hint to fetch the cache line holding element `load` (a TensorLoad before storage
+    flattening, a scalar Load after) into the cache, for reading or (write=True) for
+    writing; the element is not read. It appears only as the value of an Evaluate; its
+    dtype is "handle" (it has no value)."""
+    load: Expr
+    write: bool = False
+
+    def expr_children(self) -> tuple:
+        return (self.load,)
+
+    def with_expr_children(self, new: tuple) -> "Prefetch":
+        return dataclasses.replace(self, load=new[0])
+
+
 class Stmt:
     """Base of statements."""
     __hash__ = object.__hash__

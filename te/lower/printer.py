@@ -194,6 +194,9 @@ class _Printer:
             return f"select({self.exprs((e.cond, e.true_value, e.false_value))})"
         if isinstance(e, E.Call):
             return f"{e.name}({self.exprs(e.args)})"
+        if isinstance(e, ir.Prefetch):
+            name = "prefetch_write" if e.write else "prefetch"
+            return f"{name}(&{self.expr(e.load, top=True)})"
         if isinstance(e, ir.Load):
             return f"{self.storage(e.buffer)}[{self.expr(e.index, top=True)}]"
         if isinstance(e, E.TensorLoad):

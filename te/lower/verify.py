@@ -30,8 +30,15 @@ class _Verifier:
             self.fail(f"load from buffer '{e.buffer.name}' outside its allocation")
         if isinstance(e, E.Reduce):
             self.fail("a reduction expression survived lowering")
+        if isinstance(e, ir.Prefetch):
+            self.fail("a prefetch is used as a value; it may only be evaluated")
         for k in E.children(e):
             self.expr(k)
+
+    def prefetch(self, p: ir.Prefetch) -> None:
+        if not isinstance(p.load, ir.Load) or p.load.dtype != p.load.buffer.dtype:
+            self.fail("a prefetch must name one element of a buffer (a scalar Load)")
+        self.expr(p.load)
 
     def scoped(self, items: set, var, body) -> None:
         items.add(var)
@@ -62,6 +69,8 @@ class _Verifier:
             self.stmt(s.then_case)
             if s.else_case is not None:
                 self.stmt(s.else_case)
+        elif isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Prefetch):
+            self.prefetch(s.value)
         elif isinstance(s, ir.Evaluate):
             self.expr(s.value)
         else:

@@ -269,6 +269,9 @@ def _apply_one(sch: Schedule, step) -> None:
         st.storage_align(_axis(st, step.axis), step.factor, step.offset)
     elif isinstance(step, S.Pragma):
         st.pragma(_axis(st, step.axis), step.key, step.value)
+    elif isinstance(step, S.Prefetch):
+        tensor = _stage(sch, step.tensor).op.output(step.value_index)
+        st.prefetch(tensor, _axis(st, step.axis), step.offset)
     elif isinstance(step, S.CacheRead):
         readers = [_stage(sch, r).op for r in step.readers]
         sch.cache_read(st.op.output(step.value_index), step.scope, readers)

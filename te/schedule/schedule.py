@@ -38,6 +38,7 @@ class IterAttr:
     kind: str = "serial"          # serial / vectorized / unrolled / parallel / thread_binding
     thread_tag: str = ""
     pragmas: list = field(default_factory=list)
+    prefetch: list = field(default_factory=list)  # (tensor, offset): see Stage.prefetch
 
 
 ROOT, INLINE, SCOPE = "root", "inline", "scope"
@@ -245,6 +246,32 @@ class Stage:
                                 f"string, got {key!r}")
         self._record(S.Pragma(self._ref(), self._axis_ref(iv), key, value))
         self.iter_attrs.setdefault(iv, IterAttr()).pragmas.append((key, value))
+
+    def prefetch(self, tensor: Tensor, var: IterVar, offset: int) -> None:
+        """At the start of each iteration of loop `var`, prefetch the part of `tensor` that
+        iteration var + offset will read (one prefetch per cache line), or write if `tensor`
+        is this stage's own output. An index that runs past the end of a dimension
+        continues into the next row of the row-major tensor, so an inner loop can prefetch
+        the next row; nothing past the tensor is touched."""
+        who = f"prefetch on stage '{self.name}'"
+        if not isinstance(tensor, Tensor):
+            raise ScheduleError(f"{who}: tensor must be a tensor that the stage reads or "
+                                f"writes, got {type(tensor).__name__}")
+        producer = self.schedule.stage_map.get(tensor.op)
+        if producer is None or (producer is not self
+                                and not self.schedule.consumes(self, producer)):
+            raise ScheduleError(f"{who}: tensor '{tensor.name}' is neither read nor written "
+                                f"by this stage")
+        self._check_leaf(var, "prefetch", "var")
+        if self.iter_attrs.get(var, IterAttr()).kind == "vectorized":
+            raise ScheduleError(f"{who}: var '{var.var.name}' is vectorized; prefetch at an "
+                                f"enclosing loop")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 1:
+            raise ScheduleError(f"{who}: offset must be a positive int (iterations ahead), "
+                                f"got {offset!r}")
+        self._record(S.Prefetch(self._ref(), producer._ref(), tensor.value_index,
+                                self._axis_ref(var), offset))
+        self.iter_attrs.setdefault(var, IterAttr()).prefetch.append((tensor, offset))
 
     def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
         """Pad the stride of dimension `axis` so that stride % factor == offset."""

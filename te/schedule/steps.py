@@ -96,6 +96,17 @@ class Pragma:
 
 
 @dataclass(frozen=True)
+class Prefetch:
+    """In loop `axis`, prefetch what iteration axis + offset reads of a tensor: output
+    `value_index` of stage `tensor`."""
+    stage: StageRef
+    tensor: StageRef
+    value_index: int
+    axis: AxisRef
+    offset: int
+
+
+@dataclass(frozen=True)
 class CacheRead:
     stage: StageRef  # the stage whose output is cached
     value_index: int
@@ -118,7 +129,7 @@ class RFactor:
 
 STEP_TYPES = {cls.__name__: cls for cls in (Split, Fuse, Reorder, Annotate, Bind, ComputeAt,
                                             ComputeInline, ComputeRoot, StorageAlign, Pragma,
-                                            CacheRead, CacheWrite, RFactor)}
+                                            Prefetch, CacheRead, CacheWrite, RFactor)}
 _REF_TYPES = {"AxisRef": AxisRef, "StageRef": StageRef}
 
 
