@@ -36,6 +36,11 @@ _UNSIGNED_BINOP = {"truncdiv": "udiv", "truncmod": "urem", "floordiv": "udiv",
                    "floormod": "urem"}
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _INT_DIV_OPS = ("floordiv", "floormod", "truncdiv", "truncmod")
+# Statements that keep the block's known memory contents up to date themselves.
+_TRACKS_MEMORY = (tir.Store, tir.SeqStmt)
+# Integer operations folded at generation time: (evaluate, identity of the right operand).
+_FOLD = {"add": (lambda x, y: x + y, 0), "sub": (lambda x, y: x - y, 0),
+         "mul": (lambda x, y: x * y, 1)}
 _MAX_STACK_BYTES = 64 * 1024
 # Indices are int32; the same headroom for split loops as runtime.checker.INDEX_LIMIT.
 _INDEX_LIMIT = 2**31 - 2**20
@@ -136,9 +141,65 @@ class FuncGen:
         self.env: dict = {}
         self.heap_live: list = []  # heap pointers to free on an early return
         self.status_ptr = None  # in an outlined parallel body: where a failure is recorded
+        # Value numbering: pure values computed in the current block, keyed by operation and
+        # operand values (identity; constants are interned), so unrolled bodies emit shared
+        # index arithmetic, casts, addresses and broadcasts once. `_memory` holds the values
+        # loaded from or stored to addresses in this block: (data Var, address, type) -> value.
+        self._vn_block = None
+        self._vn: dict = {}
+        self._memory: dict = {}
+        self._consts: dict = {}
 
     def finish(self) -> None:
         ir.IRBuilder(self.entry).branch(self.body_start)
+
+    def reuse(self, key) -> ir.Value | None:
+        """The pure value `key` names if it was computed in the current block (which then
+        dominates the insertion point), else None."""
+        if self.b.block is not self._vn_block:
+            self._vn_block, self._vn, self._memory = self.b.block, {}, {}
+            return None
+        return self._vn.get(key)
+
+    def load(self, buf: tir.Buffer, ptr, typ: ir.Type) -> ir.Value:
+        """buf[ptr] as `typ`: the value last loaded from or stored to that address in this
+        block when no store to `buf` (or call that may write memory) came in between."""
+        key = (buf.data, ptr, typ)
+        if self.b.block is self._vn_block and key in self._memory:
+            return self._memory[key]
+        value = self.b.load(ptr, typ=typ, align=elem_bytes(buf.dtype))
+        if self.b.block is self._vn_block:
+            self._memory[key] = value
+        return value
+
+    def store(self, buf: tir.Buffer, value, ptr) -> None:
+        self.b.store(value, ptr, align=elem_bytes(buf.dtype))
+        self.forget_memory(buf.data)
+        if self.b.block is self._vn_block:
+            self._memory[(buf.data, ptr, value.type)] = value
+
+    def forget_memory(self, data: E.Var | None = None) -> None:
+        """After a store to buffer `data` (distinct buffers never overlap: parameters are
+        noalias, allocations disjoint), or to anything (data=None: a call, a parallel
+        launch, a nested statement)."""
+        if data is None:
+            self._memory = {}
+        elif self._memory:
+            self._memory = {k: v for k, v in self._memory.items() if k[0] is not data}
+
+    def keep(self, key, value: ir.Value) -> ir.Value:
+        if self.b.block is self._vn_block:
+            self._vn[key] = value
+        return value
+
+    def const(self, typ: ir.Type, value) -> ir.Constant:
+        """One shared ir.Constant per (type, value), so value numbering sees equal constants
+        as the same operand (float keys by hex: 0.0 and -0.0 differ, NaN matches itself)."""
+        k = (typ, value.hex() if isinstance(value, float) else value)
+        c = self._consts.get(k)
+        if c is None:
+            c = self._consts[k] = ir.Constant(typ, value)
+        return c
 
     def alloca(self, typ: ir.Type, align: int | None = None) -> ir.Instruction:
         """Stack storage in the entry block, so loops do not grow the stack."""
@@ -154,7 +215,12 @@ class FuncGen:
         method = getattr(self, "stmt_" + type(s).__name__, None)
         if method is None:
             raise BuildError(f"LLVM codegen: unsupported statement {type(s).__name__}")
+        if type(s) in _TRACKS_MEMORY:
+            method(s)
+            return
+        self.forget_memory()
         method(s)
+        self.forget_memory()
 
     def stmt_SeqStmt(self, s: tir.SeqStmt) -> None:
         for x in s.stmts:
@@ -185,17 +251,16 @@ class FuncGen:
     def stmt_Store(self, s: tir.Store) -> None:
         buf, n = s.buffer, dt.lanes(s.value.dtype)
         value = self.to_mem(self.expr(s.value), s.value.dtype)
-        align = elem_bytes(buf.dtype)
         if n == 1:
-            self.b.store(value, self.address(buf, self.expr(s.index)), align=align)
+            self.store(buf, value, self.address(buf, self.expr(s.index)))
         elif _is_dense_ramp(s.index):
-            self.b.store(value, self.address(buf, self.expr(s.index.base)), align=align)
+            self.store(buf, value, self.address(buf, self.expr(s.index.base)))
         else:  # scatter, lane by lane
             index = self.expr(s.index)
             for k in range(n):
                 lane = self.b.extract_element(value, I32(k))
                 ptr = self.address(buf, self.b.extract_element(index, I32(k)))
-                self.b.store(lane, ptr, align=align)
+                self.store(buf, lane, ptr)
 
     def stmt_Allocate(self, s: tir.Allocate) -> None:
         elem = mem_type(dt.base(s.buffer.dtype))
@@ -266,7 +331,7 @@ class FuncGen:
         if (s.kind == tir.UNROLLED and isinstance(s.extent, E.Const)
                 and int(s.extent.value) <= _FULL_UNROLL_LIMIT):
             for k in range(int(s.extent.value)):
-                self.env[s.loop_var] = self.b.add(lo, ir.Constant(lo.type, k))
+                self.env[s.loop_var] = self.int_op("add", lo, self.const(lo.type, k))
                 self.stmt(s.body)
             return
         metadata = None
@@ -279,7 +344,7 @@ class FuncGen:
     def loop(self, var: E.Var, lo, extent, body, metadata=None) -> None:
         """for (var = lo; var < lo + extent; ++var) body(), counting in var's dtype."""
         signed = not dt.is_uint(var.dtype)
-        end = self.b.add(lo, extent)
+        end = self.int_op("add", lo, extent)
         pre = self.b.block
         header = self.fn.append_basic_block(f"for_{var.name}")
         inner = self.fn.append_basic_block(f"for_{var.name}_body")
@@ -307,15 +372,23 @@ class FuncGen:
         if buf.data not in self.env:
             raise BuildError(f"Load/Store: buffer {buf.name!r} is neither a parameter "
                              f"nor allocated")
-        idx = self.index64(index)
-        return self.b.gep(self.env[buf.data], [idx], inbounds=True,
-                          source_etype=mem_type(dt.base(buf.dtype)))
+        base, idx = self.env[buf.data], self.index64(index)
+        key = ("gep", base, idx, buf.dtype)
+        ptr = self.reuse(key)
+        if ptr is None:
+            ptr = self.keep(key, self.b.gep(base, [idx], inbounds=True,
+                                            source_etype=mem_type(dt.base(buf.dtype))))
+        return ptr
 
     def index64(self, value) -> ir.Value:
         if value.type.width == 64:
             return value
+        if isinstance(value, ir.Constant) and isinstance(value.constant, int):
+            return self.const(I64, value.constant)
         # Index dtypes are signed in practice; an unsigned index below 2^31 extends equally.
-        return self.b.sext(value, I64)
+        key = ("sext64", value)
+        wide = self.reuse(key)
+        return wide if wide is not None else self.keep(key, self.b.sext(value, I64))
 
     def to_mem(self, value, dtype: str):
         return self.b.zext(value, mem_type(dtype)) if dt.is_bool(dtype) else value
@@ -340,11 +413,9 @@ class FuncGen:
         base, n = dt.split_lanes(e.dtype)
         t = ll_type(base)
         if dt.is_float(base):
-            c = ir.Constant(t, float(e.value))
+            c = self.const(t, float(e.value))
         else:  # two's complement, so uint8 255 prints as i8 -1
-            w = t.width
-            v = int(e.value) & ((1 << w) - 1)
-            c = ir.Constant(t, v - (1 << w) if w > 1 and v >> (w - 1) else v)
+            c = self.const(t, _wrap(int(e.value), t.width))
         return self.splat(c, n) if n > 1 else c
 
     def expr_Cast(self, e: E.Cast) -> ir.Value:
@@ -352,9 +423,14 @@ class FuncGen:
 
     def cast(self, v, src: str, dst: str) -> ir.Value:
         src, dst = dt.base(src), dt.base(dst)
-        t = ll_type(dt.with_lanes(dst, _lanes_of(v)))
         if src == dst:
             return v
+        key = ("cast", v, src, dst)
+        out = self.reuse(key)
+        return out if out is not None else self.keep(key, self._convert(v, src, dst))
+
+    def _convert(self, v, src: str, dst: str) -> ir.Value:
+        t = ll_type(dt.with_lanes(dst, _lanes_of(v)))
         if dt.is_bool(dst):
             zero = ir.Constant(v.type, None)
             if dt.is_float(src):  # NaN is true, as in numpy
@@ -382,6 +458,12 @@ class FuncGen:
         return self.binary(e.op, e.a.dtype, a, b)
 
     def binary(self, op: str, dtype: str, a, b) -> ir.Value:
+        """`a op b`; pure, so computed once per block for the same operand values."""
+        key = (op, dtype, a, b)
+        out = self.reuse(key)
+        return out if out is not None else self.keep(key, self._binary(op, dtype, a, b))
+
+    def _binary(self, op: str, dtype: str, a, b) -> ir.Value:
         if op in _CMP:
             return self.compare(op, dtype, a, b)
         if dt.is_float(dtype):
@@ -392,12 +474,14 @@ class FuncGen:
             # sext(i*n + j) into an affine address; narrower ints wrap like numpy.
             wide_signed = (dt.is_int(dtype) and dt.bits(dtype) >= 32
                            and op in ("add", "sub", "mul"))
-            return getattr(self.b, _INT_BINOP[op])(a, b, flags=["nsw"] if wide_signed else [])
+            return self.int_op(op, a, b, ["nsw"] if wide_signed else [])
         if op in ("min", "max"):
             cmp = self.b.icmp_unsigned if unsigned else self.b.icmp_signed
             return self.b.select(cmp("<" if op == "min" else ">", a, b), a, b)
         if op not in _INT_DIV_OPS:
             raise BuildError(f"Binary: operator {op!r} is not supported for dtype {dtype}")
+        if not unsigned and op in ("floordiv", "floormod") and _positive_const(b):
+            return self.floor_divmod_const(op, a, b)
         table = _UNSIGNED_BINOP if unsigned else _SIGNED_BINOP
         q = getattr(self.b, table[op])(a, b)
         if unsigned or op in ("truncdiv", "truncmod"):
@@ -411,6 +495,32 @@ class FuncGen:
         if op == "floordiv":
             return self.b.sub(q, self.b.zext(fix, a.type))
         return self.b.add(rem, self.b.select(fix, b, zero))
+
+    def int_op(self, op: str, a, b, flags=()) -> ir.Value:
+        """add/sub/mul/and/or of two integer values, folded when both are constants or `b`
+        is the identity (x + 0, x - 0, x * 1)."""
+        if op in _FOLD and isinstance(b, ir.Constant) and type(b.constant) is int:
+            if b.constant == _FOLD[op][1]:
+                return a
+            if isinstance(a, ir.Constant) and type(a.constant) is int:
+                value = _FOLD[op][0](a.constant, b.constant)
+                return self.const(a.type, _wrap(value, a.type.width))
+        return getattr(self.b, _INT_BINOP[op])(a, b, flags=list(flags))
+
+    def floor_divmod_const(self, op: str, a, b: ir.Constant) -> ir.Value:
+        """floordiv/floormod of a signed value by a positive constant: a shift or mask for a
+        power of two (exact in two's complement), else truncating division corrected for a
+        negative remainder."""
+        c = b.constant
+        if c & (c - 1) == 0:
+            if op == "floordiv":
+                return self.b.ashr(a, self.const(a.type, c.bit_length() - 1))
+            return self.b.and_(a, self.const(a.type, c - 1))
+        rem = self.b.srem(a, b)
+        negative = self.b.icmp_signed("<", rem, self.const(a.type, 0))
+        if op == "floordiv":
+            return self.b.sub(self.b.sdiv(a, b), self.b.zext(negative, a.type))
+        return self.b.add(rem, self.b.select(negative, b, self.const(a.type, 0)))
 
     def float_binary(self, op: str, dtype: str, a, b) -> ir.Value:
         if op in _FLOAT_BINOP:
@@ -457,19 +567,17 @@ class FuncGen:
 
     def expr_Load(self, e: tir.Load) -> ir.Value:
         buf, n = e.buffer, dt.lanes(e.dtype)
-        align = elem_bytes(buf.dtype)
         if n == 1:
-            v = self.b.load(self.address(buf, self.expr(e.index)), typ=mem_type(e.dtype),
-                            align=align)
+            v = self.load(buf, self.address(buf, self.expr(e.index)), mem_type(e.dtype))
             return self.from_mem(v, e.dtype)
         if _is_dense_ramp(e.index):
             ptr = self.address(buf, self.expr(e.index.base))
-            return self.from_mem(self.b.load(ptr, typ=mem_type(e.dtype), align=align), e.dtype)
+            return self.from_mem(self.load(buf, ptr, mem_type(e.dtype)), e.dtype)
         index = self.expr(e.index)  # gather, lane by lane
         lanes = []
         for k in range(n):
             ptr = self.address(buf, self.b.extract_element(index, I32(k)))
-            lanes.append(self.b.load(ptr, typ=mem_type(dt.base(e.dtype)), align=align))
+            lanes.append(self.load(buf, ptr, mem_type(dt.base(e.dtype))))
         return self.from_mem(self.vector_of(lanes, dt.with_lanes(mem_dtype(e.dtype), n)),
                              e.dtype)
 
@@ -483,10 +591,15 @@ class FuncGen:
         return self.splat(self.expr(e.value), e.lanes)
 
     def splat(self, v, n: int) -> ir.Value:
+        key = ("splat", v, n)
+        out = self.reuse(key)
+        if out is not None:
+            return out
         if isinstance(v, ir.Constant):
-            return ir.Constant(ir.VectorType(v.type, n), [v] * n)
+            return self.keep(key, ir.Constant(ir.VectorType(v.type, n), [v] * n))
         one = self.b.insert_element(ir.Constant(ir.VectorType(v.type, 1), None), v, I32(0))
-        return self.b.shuffle_vector(one, one, ir.Constant(ir.VectorType(I32, n), [0] * n))
+        return self.keep(key, self.b.shuffle_vector(
+            one, one, ir.Constant(ir.VectorType(I32, n), [0] * n)))
 
     def vector_of(self, values: list, dtype: str) -> ir.Value:
         vec = ir.Constant(ll_type(dtype), None)
@@ -497,7 +610,10 @@ class FuncGen:
     ll_type = staticmethod(ll_type)  # for codegen_llvm_math, which cannot import this module
 
     def expr_Call(self, e: E.Call) -> ir.Value:
-        return cgmath.emit_call(self, e)
+        value = cgmath.emit_call(self, e)
+        if e.extern:  # may write memory
+            self.forget_memory()
+        return value
 
     def expr_Prefetch(self, e: tir.Prefetch) -> ir.Value:
         return cgmath.prefetch(self, e.load, e.write)
@@ -512,6 +628,16 @@ class FuncGen:
 def mem_dtype(dtype: str) -> str:
     """The dtype whose register type equals the memory type (bool -> uint8)."""
     return dt.with_lanes("uint8", dt.lanes(dtype)) if dt.is_bool(dtype) else dtype
+
+
+def _wrap(value: int, width: int) -> int:
+    """`value` as a `width`-bit two's complement integer (i1 stays 0 or 1)."""
+    v = value & ((1 << width) - 1)
+    return v - (1 << width) if width > 1 and v >> (width - 1) else v
+
+
+def _positive_const(v) -> bool:
+    return isinstance(v, ir.Constant) and type(v.constant) is int and v.constant > 0
 
 
 def _lanes_of(v) -> int:
