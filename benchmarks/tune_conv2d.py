@@ -1,9 +1,13 @@
 """Tuned conv2d 3x3 64->64 56x56 vs onnxruntime: `python benchmarks/tune_conv2d.py`.
 
-Tunes conv2d_nchw (batch 1, padding 1) with te.autotune, then times it against onnxruntime
-(imported lazily: it is an optional extra, `pip install onnx onnxruntime`); without it the
-comparison falls back to a numpy einsum over sliding windows and says so.
-Target (issue 4): >= 0.8x onnxruntime within 500 trials.
+Tunes conv2d_nchw (batch 1, padding 1) with te.autotune (the log in benchmarks/logs/
+resumes an earlier run), then times three kernels the way the suite does
+(benchmarks/run.py: onnxruntime in its own worker process with its thread count fixed,
+alternating round by round with te's kernel, min of 3 repeats per round, median over
+rounds): the tuned kernel, the hand-written schedule of benchmarks/kernels.py, and
+onnxruntime, at 1 and 2 threads. onnxruntime is an optional extra (`pip install onnx
+onnxruntime`); without it the ratios are n/a.
+Target (issue 4): the tuned kernel >= 0.8x onnxruntime within 500 trials.
 """
 from __future__ import annotations
 
@@ -13,31 +17,12 @@ import time
 
 import numpy as np
 
+import run  # benchmarks/run.py: sets sys.path and OMP_WAIT_POLICY before te loads
 import te
 from te.autotune import workloads
-
-
-def _ort_conv(x, w):
-    try:
-        import onnx
-        import onnxruntime as ort
-        from onnx import TensorProto, helper
-    except ImportError:
-        return None
-    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
-    graph = helper.make_graph(
-        [node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape),
-                         helper.make_tensor_value_info("w", TensorProto.FLOAT, w.shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8   # onnx may write a newer IR version than onnxruntime reads
-    opts = ort.SessionOptions()
-    # onnxruntime's pool spins after each run by default; alternating with te's kernel,
-    # that spinning would be timed as te's time (DESIGN.md: spinning pools interfere)
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
-    return lambda: sess.run(None, {"x": x, "w": w})[0]
+from run import RefWorker, _build_checked, _thread_counts, _views, measure
+import kernels
+import refs
 
 
 def main() -> None:
@@ -46,36 +31,50 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--channels", type=int, default=64)
     p.add_argument("--size", type=int, default=56)
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--log", default=None, help="tuning log (default benchmarks/logs/...)")
     a = p.parse_args()
     c, hw = a.channels, a.size
-    out, args, flops, np_ref = workloads.make("conv2d", (1, c, hw, hw, c, 3))
-    log = os.path.join(os.path.dirname(__file__), "logs", f"conv2d_{c}_{hw}.jsonl")
-    os.makedirs(os.path.dirname(log), exist_ok=True)
+    out, args, flops, _ = workloads.make("conv2d", (1, c, hw, hw, c, 3))
+    log = a.log or os.path.join(run.HERE, "logs", f"conv2d_{c}_{hw}.jsonl")
+    os.makedirs(os.path.dirname(os.path.abspath(log)), exist_ok=True)
     t0 = time.time()
     res = te.autotune(out, args=args, trials=a.trials, timeout=a.timeout, log=log)
     wall = time.time() - t0
-    mod = res.build()
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((1, c, hw, hw), dtype=np.float32)
-    w = rng.standard_normal((c, c, 3, 3), dtype=np.float32)
+    best_at = 1 + min(range(len(res.history)), key=lambda k: res.history[k].result.median
+                      if res.history[k].result.ok else float("inf"))
+    print(f"conv2d {c}->{c} {hw}x{hw}: {len(res.history)} trials ({wall:.0f} s this run, "
+          f"log {log}), best at trial {best_at}: {res.best_time * 1e3:.3f} ms in the tuning "
+          f"worker; errors {res.errors}")
+    print("best config:", res.best_config.to_json_dict())
+
+    params = dict(cin=c, cout=c, h=hw, w=hw, r=3, pad=1)
+    tuned = res.build()
+    xs = refs.make_inputs("conv2d", params)
     y = np.empty((1, c, hw, hw), np.float32)
-    mod(x, w, y)
-    ref_run = _ort_conv(x, w)
-    name = "onnxruntime"
-    if ref_run is None:
-        name, ref_run = "numpy einsum (onnxruntime not installed)", lambda: np_ref(x, w)
-    np.testing.assert_allclose(y, ref_run(), rtol=1e-3, atol=1e-2)
-    ours, ref = [], []
-    for _ in range(5):
-        ours.append(mod.time_evaluator(number=3, repeat=1)(x, w, y).median)
-        t = time.perf_counter()
-        ref_run()
-        ref.append(time.perf_counter() - t)
-    o, r = float(np.median(ours)), float(np.median(ref))
-    print(f"conv2d {c}->{c} {hw}x{hw}: {len(res.history)} trials in {wall:.0f} s, errors "
-          f"{res.errors}")
-    print(f"te {o * 1e3:.2f} ms = {flops / o / 1e9:.1f} GFLOP/s; {name} {r * 1e3:.2f} ms = "
-          f"{flops / r / 1e9:.1f} GFLOP/s; ratio {r / o:.2f}x")
+    tuned_call = _views(xs + [y], args)
+    tuned(*tuned_call)
+    want = refs.onnxruntime_reference("conv2d", params, xs, 1)
+    if want is not None:
+        np.testing.assert_allclose(y, want()[0], rtol=1e-3, atol=1e-3)
+    hand, hand_call = _build_checked(kernels.conv2d, (c, c, hw, hw, 3, 1), "conv2d", params,
+                                     (1, c, hw, hw))
+    workers = {t: RefWorker(t) for t in _thread_counts()}
+    try:
+        print(f"{'kernel':<8} {'thr':>3} {'te ms':>8} {'GFLOP/s':>8} {'ort ms':>8} "
+              f"{'ratio to ort':>12}")
+        for threads in _thread_counts():
+            for name, mod, call in (("tuned", tuned, tuned_call), ("hand", hand, hand_call)):
+                t, spread, ratios, ref_s = measure(workers[threads], mod, call, "conv2d",
+                                                   params, threads, a.rounds,
+                                                   kinds=("onnxruntime",))
+                ort_ms = f"{ref_s['onnxruntime'] * 1e3:8.3f}" if ref_s else "     n/a"
+                ratio = f"{ratios['onnxruntime']:11.2f}x" if ratios else "         n/a"
+                print(f"{name:<8} {threads:>3} {t * 1e3:8.3f} {flops / t / 1e9:8.1f} "
+                      f"{ort_ms} {ratio}   (spread {spread:.0%})", flush=True)
+    finally:
+        for w in workers.values():
+            w.close()
 
 
 if __name__ == "__main__":

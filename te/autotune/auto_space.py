@@ -281,19 +281,39 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
         nr_opts = [last]
     elif not any(last % o == 0 for o in nr_opts) and last % (lanes // 2) == 0 and lanes >= 16:
         nr_opts = [lanes // 2] + nr_opts   # 56 wide on AVX-512: half vectors, no tail
+        if last <= 4 * lanes:
+            nr_opts.append(last)           # or the whole row: 3 full vectors and a half
     ideal_nr = 2 * lanes if lanes >= 16 else 3 * lanes
-    # prefer a width that divides the axis (no tail), the widest up to the ideal one
+    # prefer a width that divides the axis (no tail), the widest up to the ideal one; a
+    # whole row that no vector width divides beats half vectors (56 on AVX-512)
     fits = [o for o in nr_opts if last % o == 0 and o <= ideal_nr]
     nr0 = max(fits) if fits else min(nr_opts, key=lambda o: (last % o != 0, abs(o - ideal_nr)))
+    if last in nr_opts and last % lanes and last > lanes:
+        nr0 = last
     cfg.define_knob(pfx + ".nr", _preferred(nr_opts, nr0))
     nr = cfg[pfx + ".nr"].val
-    n_vec = max(1, nr // lanes)
+    n_vec = -(-nr // lanes)                    # vector registers per tile row
     regs = 16 if lanes >= 16 else 12          # accumulators that leave room for B and A
+    rows = ext[-2] if len(spatial) >= 2 else 1
+    fe = ext[-3] if len(spatial) >= 3 else 1
+    mr_opts = [m for m in (1, 2, 3, 4, 6, 8) if m <= rows] or [1]
+    fr_opts = [f for f in (1, 2, 4, 8) if f <= fe] or [1]
+    # Fill the accumulators first along the axis the streamed vector operand does not
+    # depend on (it is reused across that axis: A's rows in matmul, output channels in
+    # conv); an axis it depends on costs a vector load per tile row.
+    streamed = _streamed_operand_axes(op)
+    fr_first = len(spatial) >= 3 and spatial[-3].var not in streamed and \
+        spatial[-2].var in streamed
+
+    def largest(opts, extent, budget):
+        return max([m for m in opts if m <= budget and extent % m == 0] or [1])
+    if fr_first:
+        fr0 = largest(fr_opts, fe, regs // n_vec)
+        mr0 = largest(mr_opts, rows, max(1, regs // (n_vec * fr0)))
+    else:
+        mr0 = largest(mr_opts, rows, max(1, min(8, regs // n_vec)))
+        fr0 = 1
     if len(spatial) >= 2:
-        rows = ext[-2]
-        mr_opts = [m for m in (1, 2, 3, 4, 6, 8) if m <= rows] or [1]
-        want = max(1, min(8, regs // n_vec))
-        mr0 = max([m for m in mr_opts if m <= want and rows % m == 0] or [1])
         cfg.define_knob(pfx + ".mr", _preferred(mr_opts, mr0))
         blocks = -(-rows // cfg[pfx + ".mr"].val)
         mc_opts = [b for b in (16, 1, 4, 8, 32) if b <= blocks] or [1]
@@ -302,10 +322,9 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
         cfg.define_knob(pfx + ".mr", [1])
         cfg.define_knob(pfx + ".mc", [1])
     if len(spatial) >= 3:
-        fe = ext[-3]
-        fr_opts = [f for f in (1, 2, 4, 8) if f <= fe] or [1]
-        acc = cfg[pfx + ".mr"].val * n_vec
-        fr0 = max([f for f in fr_opts if f * acc <= regs and fe % f == 0] or [1])
+        if not fr_first:
+            acc = cfg[pfx + ".mr"].val * n_vec
+            fr0 = largest(fr_opts, fe, regs // acc)
         cfg.define_knob(pfx + ".fr", _preferred(fr_opts, fr0))
     else:
         cfg.define_knob(pfx + ".fr", [1])
@@ -317,6 +336,22 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
                     else ["rows_cols"])
     cfg.define_knob(pfx + ".parallel", ["fused", "outer", "none"])
     cfg.define_knob(pfx + ".pack", [True, False] if _pack_candidate(op) else [False])
+
+
+def _streamed_operand_axes(op) -> set:
+    """Spatial axis vars that the loads indexed by the innermost spatial axis depend on
+    (the operand the register tile streams as vectors)."""
+    j = op.axis[-1].var
+    spatial = {iv.var for iv in op.axis}
+    out: set = set()
+
+    def visit(x):
+        if isinstance(x, E.TensorLoad):
+            used = {v for e in x.indices for v in E.free_vars(e)}
+            if j in used:
+                out.update(used & spatial)
+    E.pre_order(op.body[0], visit)
+    return out
 
 
 def _pack_candidate(op):

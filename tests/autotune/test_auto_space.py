@@ -193,3 +193,33 @@ def test_default_softmax_is_one_pass_per_row():
     text = str(te.lower(s, args))
     assert text.count("parallel for") == 1
     assert text.count("exp(") == 1 and ".rf[" in text
+
+
+def test_register_tile_fills_the_axis_the_streamed_operand_does_not_depend_on():
+    from te.autotune.auto_space import _streamed_operand_axes
+    conv = GRAPHS["conv2d"].op                       # Y[n, f, y, x] = W[f, ..] * pad[.., y+ry, x+rx]
+    n, f, y, x = (iv.var for iv in conv.axis)
+    assert _streamed_operand_axes(conv) == {n, y, x}  # output channels reuse the input row
+    bmm = GRAPHS["batch_matmul"].op                  # B[b, k, j] streams; A's rows reuse it
+    b, i, j = (iv.var for iv in bmm.axis)
+    assert _streamed_operand_axes(bmm) == {b, j}
+    # conv 16 -> 16 channels over 56-pixel rows: the default tile spends its accumulators
+    # on output channels (fr), one vector load per tile row (mr = 1 when the row is long)
+    D = te.placeholder((1, 3, 5, 56), name="D")
+    W = te.placeholder((16, 3, 3, 3), name="W")
+    out = ops.conv2d_nchw(D, W, stride=1, padding=1)
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    d = space.default().values
+    lanes = vector_lanes()
+    vec_regs = -(-d["T_conv2d_nchw.nr"] // lanes)
+    assert d["T_conv2d_nchw.fr"] * vec_regs >= d["T_conv2d_nchw.mr"] * vec_regs
+    assert d["T_conv2d_nchw.fr"] > 1
+    args = default_args(out)
+    inputs = _inputs(args, np.random.default_rng(1))
+    want = _run(te.create_schedule(out.op), args, inputs)
+    for nr in space.knobs["T_conv2d_nchw.nr"].options:   # whole rows, halves, tails
+        values = dict(d, **{"T_conv2d_nchw.nr": nr})
+        s, a = auto_schedule(space.from_json_dict({"knobs": values}), out, args)
+        got = _run(s, a, inputs)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)

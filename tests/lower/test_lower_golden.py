@@ -50,18 +50,28 @@ def test_golden_vectorize_dividing():
         """)
 
 
-def test_golden_vectorize_with_tail_vector_body_scalar_tail():
+def test_golden_vectorize_with_tail_vector_body_and_shorter_vector_tail():
+    # the tail's guard `i.inner + 8 < 10` becomes the extent 2: the tail is vector code too
     assert _add_one(10, vector_factor=4) == _golden("""
         @main(A: float32[10], B: float32[10]) {
           for (i.outer, 0, 2) {
             B[ramp(i.outer*4, 1, 4)] = (A[ramp(i.outer*4, 1, 4)]*broadcast(2f, 4)) + broadcast(1f, 4)
           }
-          // pragma vectorize_hint = 1
-          for (i.inner, 0, 4) {
-            if ((i.inner + 8) < 10) {
-              B[i.inner + 8] = (A[i.inner + 8]*2f) + 1f
-            }
-          }
+          B[ramp(8, 1, 2)] = (A[ramp(8, 1, 2)]*broadcast(2f, 2)) + broadcast(1f, 2)
+        }
+        """)
+
+
+def test_golden_vectorize_splits_a_multiple_of_four_into_power_of_two_vectors():
+    # <12 x float> would be widened by LLVM; 8 + 4 lanes map onto whole registers
+    A = te.placeholder((12,), name="A")
+    B = te.compute((12,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[0])
+    assert str(te.lower(s, [A, B])) == _golden("""
+        @main(A: float32[12], B: float32[12]) {
+          B[ramp(0, 1, 8)] = (A[ramp(0, 1, 8)]*broadcast(2f, 8)) + broadcast(1f, 8)
+          B[ramp(8, 1, 4)] = (A[ramp(8, 1, 4)]*broadcast(2f, 4)) + broadcast(1f, 4)
         }
         """)
 
