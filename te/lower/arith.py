@@ -7,6 +7,8 @@ Imports te.compute.expr and te.dtype only. Float expressions are only constant-f
 """
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from .. import dtype as dt
 from ..compute import expr as E
 from ..compute.expr import Binary, Const, Expr, Var
@@ -77,16 +79,49 @@ def _is_int_scalar(e: Expr) -> bool:
 
 
 class Analyzer:
-    """Simplifies integer expressions using known constant ranges of variables."""
+    """Simplifies integer expressions using known constant ranges of variables.
+
+    Results are remembered per expression node (by identity) until a range changes, so a
+    subtree shared by many statements (unrolled copies) is analyzed once.
+    """
 
     def __init__(self, ranges: dict | None = None):
-        self.ranges: dict = dict(ranges or {})  # Var -> (lo, hi) inclusive ints
+        self._ranges: dict = dict(ranges or {})  # Var -> (lo, hi) inclusive ints
+        self._linear_memo: dict = {}  # id(expr) -> (expr, Linear)
+        self._simplify_memo: dict = {}  # id(expr) -> (expr, simplified expr)
 
-    def bind(self, var: Var, lo: int, hi: int) -> None:
-        self.ranges[var] = (lo, hi)
+    @property
+    def ranges(self) -> MappingProxyType:
+        """Var -> (lo, hi), read-only: change it with bind() and unbind()."""
+        return MappingProxyType(self._ranges)
+
+    def bind(self, var: Var, lo: int, hi: int | None) -> None:
+        self._ranges[var] = (lo, hi)
+        self._forget()
+
+    def unbind(self, var: Var, previous: tuple | None = None) -> None:
+        """Drop var's range, or restore `previous` (what ranges.get(var) gave before bind)."""
+        if previous is None:
+            self._ranges.pop(var, None)
+        else:
+            self._ranges[var] = previous
+        self._forget()
+
+    def _forget(self) -> None:
+        self._linear_memo = {}
+        self._simplify_memo = {}
 
     # -- linear forms ------------------------------------------------------------------
     def linear(self, e: Expr) -> Linear:
+        """The linear form of integer expression e (a shared object: do not modify it)."""
+        hit = self._linear_memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = self._linear(e)
+        self._linear_memo[id(e)] = (e, out)
+        return out
+
+    def _linear(self, e: Expr) -> Linear:
         if isinstance(e, Const):
             return Linear(e.dtype, {}, int(e.value))
         if isinstance(e, Binary) and e.op in ("add", "sub"):
@@ -107,9 +142,14 @@ class Analyzer:
         return Linear(e.dtype, {key(atom): [atom, 1]})
 
     def simplify(self, e: Expr) -> Expr:
-        if _is_int_scalar(e) and not isinstance(e, (Var, Const)):
-            return self.linear(e).to_expr()
-        return self._simplify_atom(e)
+        if isinstance(e, (Var, Const)):
+            return e
+        hit = self._simplify_memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = self.linear(e).to_expr() if _is_int_scalar(e) else self._simplify_atom(e)
+        self._simplify_memo[id(e)] = (e, out)
+        return out
 
     # -- bounds ------------------------------------------------------------------------
     def const_bound(self, e: Expr) -> tuple:
@@ -125,7 +165,7 @@ class Analyzer:
         if isinstance(e, Const):
             return int(e.value), int(e.value)
         if isinstance(e, Var):
-            return self.ranges.get(e, (None, None))
+            return self._ranges.get(e, (None, None))
         if not isinstance(e, Binary):
             if isinstance(e, E.Select):
                 a, b = self.const_bound(e.true_value), self.const_bound(e.false_value)

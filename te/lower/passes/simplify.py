@@ -33,14 +33,13 @@ class _Simplify(Mutator):
             body = _substitute_stmt(s.body, {s.loop_var: lo})
             return self.visit_stmt(body)
         saved = self.ana.ranges.get(s.loop_var)
-        if isinstance(lo, Const):
+        bound = isinstance(lo, Const)
+        if bound:
             hi = int(lo.value + ext.value - 1) if isinstance(ext, Const) else None
             self.ana.bind(s.loop_var, int(lo.value), hi)
         body = self.visit_stmt(s.body)
-        if saved is None:
-            self.ana.ranges.pop(s.loop_var, None)
-        else:
-            self.ana.ranges[s.loop_var] = saved
+        if bound or saved is not None:
+            self.ana.unbind(s.loop_var, saved)
         if _is_empty(body):
             return body
         if lo is s.min and ext is s.extent and body is s.body:
@@ -66,11 +65,45 @@ def _is_empty(s: ir.Stmt) -> bool:
     return isinstance(s, ir.SeqStmt) and not s.stmts
 
 
-def _substitute_stmt(s: ir.Stmt, vmap: dict) -> ir.Stmt:
-    class _Sub(Mutator):
-        def visit_Var(self, v):
-            return vmap.get(v, v)
-    return _Sub().visit_stmt(s)
+class _Substitute(Mutator):
+    """Replaces Vars (by identity). Subtrees that mention none of them are kept without a
+    walk, and a subtree shared by several statements is rebuilt once. `mentions` may be
+    shared by substitutions of the same Vars into the same body (unrolled copies)."""
+
+    def __init__(self, vmap: dict, mentions: dict | None = None):
+        self.vmap = vmap
+        self.mentions = {} if mentions is None else mentions  # id(expr) -> (expr, bool)
+        self.memo: dict = {}  # id(expr) -> (expr, result); holding expr keeps its id unique
+
+    def visit_expr(self, e: E.Expr) -> E.Expr:
+        if not self._mentions(e):
+            return e
+        hit = self.memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        if isinstance(e, E.Var):
+            out = self.vmap[e]
+        else:
+            out = E.with_children(e, tuple(self.visit_expr(k) for k in E.children(e)))
+        self.memo[id(e)] = (e, out)
+        return out
+
+    def _mentions(self, e: E.Expr) -> bool:
+        hit = self.mentions.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        if isinstance(e, E.Var):
+            out = e in self.vmap
+        else:
+            out = False
+            for k in E.children(e):
+                out = self._mentions(k) or out  # visit every child: fill the memo
+        self.mentions[id(e)] = (e, out)
+        return out
+
+
+def _substitute_stmt(s: ir.Stmt, vmap: dict, mentions: dict | None = None) -> ir.Stmt:
+    return _Substitute(vmap, mentions).visit_stmt(s)
 
 
 def simplify_stmt(s: ir.Stmt, ranges: dict | None = None) -> ir.Stmt:

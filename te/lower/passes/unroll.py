@@ -21,8 +21,9 @@ class _Unroll(Mutator):
         body = self.visit_stmt(s.body)
         if s.kind == ir.UNROLLED and isinstance(s.min, Const) and \
                 isinstance(s.extent, Const) and s.extent.value <= MAX_UNROLL_EXTENT:
+            mentions: dict = {}  # which subtrees of body use the loop var, for all copies
             copies = [_substitute_stmt(body, {s.loop_var: const(s.min.value + k,
-                                                                 s.loop_var.dtype)})
+                                                                 s.loop_var.dtype)}, mentions)
                       for k in range(int(s.extent.value))]
             return ir.seq(*copies)
         return s if body is s.body else dataclasses.replace(s, body=body)

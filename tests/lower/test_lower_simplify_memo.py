@@ -1,0 +1,65 @@
+"""Remembered work in lowering: the Analyzer's per-node results follow range changes, and
+substitution (as unroll uses it) rewrites shared subtrees correctly.
+
+Imports te.compute.expr, te.lower.ir, te.lower.arith and the simplify/unroll passes.
+"""
+import pytest
+
+from te.compute import expr as E
+from te.compute.expr import Binary, Const, Var
+from te.lower import ir
+from te.lower.arith import Analyzer
+from te.lower.passes.simplify import _substitute_stmt, simplify_stmt
+from te.lower.passes.unroll import unroll_loops
+
+
+def c(v: int) -> Const:
+    return Const("int32", v)
+
+
+def test_results_follow_range_changes():
+    x = Var("x")
+    e = Binary("int32", "floordiv", x, c(8))
+    ana = Analyzer()
+    ana.bind(x, 0, 7)
+    assert isinstance(ana.simplify(e), Const) and ana.simplify(e).value == 0
+    ana.bind(x, 8, 15)
+    assert ana.simplify(e).value == 1
+    ana.unbind(x)
+    assert ana.simplify(e) is not None and not isinstance(ana.simplify(e), Const)
+    ana.bind(x, 16, 23)
+    previous = ana.ranges.get(x)
+    ana.bind(x, 0, 7)
+    ana.unbind(x, previous)
+    assert ana.simplify(e).value == 2
+
+
+def test_ranges_are_read_only():
+    ana = Analyzer({Var("n"): (0, None)})
+    with pytest.raises(TypeError):
+        ana.ranges[Var("m")] = (0, 1)
+
+
+def test_substitution_rewrites_a_subtree_shared_by_two_statements():
+    i, j = Var("i"), Var("j")
+    buf = ir.Buffer("b", "int32", (c(64),), (c(1),), data=Var("b", "handle"))
+    shared = Binary("int32", "add", Binary("int32", "mul", i, c(8)), j)
+    body = ir.seq(ir.Store(buf, shared, shared), ir.Store(buf, c(0), shared))
+    out = _substitute_stmt(body, {i: c(3)})
+    want = Binary("int32", "add", Binary("int32", "mul", c(3), c(8)), j)
+    for e in (out.stmts[0].index, out.stmts[0].value, out.stmts[1].value):
+        assert E.structural_equal(e, want)
+    assert set(E.free_vars(shared)) == {i, j}  # the original is untouched
+
+
+def test_nested_unrolled_loops_give_every_copy_its_constants():
+    ko, ki = Var("ko"), Var("ki")
+    buf = ir.Buffer("b", "int32", (c(64),), (c(1),), data=Var("b", "handle"))
+    index = Binary("int32", "add", Binary("int32", "mul", ko, c(4)), ki)
+    inner = ir.For(ki, c(0), c(4), ir.UNROLLED, ir.Store(buf, index, index))
+    outer = ir.For(ko, c(0), c(3), ir.UNROLLED, inner)
+    flat = simplify_stmt(unroll_loops(outer))
+    values = [(s.index.value, s.value.value) for s in flat.stmts]
+    assert values == [(k, k) for k in range(12)]
+    assert all(isinstance(s, ir.Store) for s in flat.stmts)
+    assert E.free_vars(index)  # the original tree is untouched
