@@ -149,6 +149,8 @@ class FuncGen:
         self._vn: dict = {}
         self._memory: dict = {}
         self._consts: dict = {}
+        self._const_exprs: dict = {}  # (dtype, value) of a Const node -> its constant
+        self._expr_methods: dict = {}  # expression type -> bound expr_<Type> method
 
     def finish(self) -> None:
         ir.IRBuilder(self.entry).branch(self.body_start)
@@ -199,6 +201,13 @@ class FuncGen:
         c = self._consts.get(k)
         if c is None:
             c = self._consts[k] = ir.Constant(typ, value)
+        return c
+
+    def shared(self, key, make) -> ir.Constant:
+        """A constant built once per function (llvmlite caches each constant's text)."""
+        c = self._consts.get(key)
+        if c is None:
+            c = self._consts[key] = make()
         return c
 
     def alloca(self, typ: ir.Type, align: int | None = None) -> ir.Instruction:
@@ -399,9 +408,12 @@ class FuncGen:
     # -- expressions --------------------------------------------------------------------
 
     def expr(self, e: E.Expr) -> ir.Value:
-        method = getattr(self, "expr_" + type(e).__name__, None)
+        method = self._expr_methods.get(type(e))
         if method is None:
-            raise BuildError(f"LLVM codegen: unsupported expression {type(e).__name__}")
+            method = getattr(self, "expr_" + type(e).__name__, None)
+            if method is None:
+                raise BuildError(f"LLVM codegen: unsupported expression {type(e).__name__}")
+            self._expr_methods[type(e)] = method
         return method(e)
 
     def expr_Var(self, e: E.Var) -> ir.Value:
@@ -410,13 +422,19 @@ class FuncGen:
         return self.env[e]
 
     def expr_Const(self, e: E.Const) -> ir.Value:
+        value = e.value
+        key = (e.dtype, value.hex() if isinstance(value, float) else value)
+        c = self._const_exprs.get(key)
+        if c is not None:
+            return c
         base, n = dt.split_lanes(e.dtype)
         t = ll_type(base)
         if dt.is_float(base):
-            c = self.const(t, float(e.value))
+            c = self.const(t, float(value))
         else:  # two's complement, so uint8 255 prints as i8 -1
-            c = self.const(t, _wrap(int(e.value), t.width))
-        return self.splat(c, n) if n > 1 else c
+            c = self.const(t, _wrap(int(value), t.width))
+        c = self._const_exprs[key] = self.splat(c, n) if n > 1 else c
+        return c
 
     def expr_Cast(self, e: E.Cast) -> ir.Value:
         return self.cast(self.expr(e.value), e.value.dtype, e.dtype)
@@ -591,15 +609,18 @@ class FuncGen:
         return self.splat(self.expr(e.value), e.lanes)
 
     def splat(self, v, n: int) -> ir.Value:
+        if isinstance(v, ir.Constant):  # one object per function: its text is cached
+            return self.shared(("splat", v, n), lambda: ir.Constant(ir.VectorType(v.type, n),
+                                                                    [v] * n))
         key = ("splat", v, n)
         out = self.reuse(key)
         if out is not None:
             return out
-        if isinstance(v, ir.Constant):
-            return self.keep(key, ir.Constant(ir.VectorType(v.type, n), [v] * n))
-        one = self.b.insert_element(ir.Constant(ir.VectorType(v.type, 1), None), v, I32(0))
-        return self.keep(key, self.b.shuffle_vector(
-            one, one, ir.Constant(ir.VectorType(I32, n), [0] * n)))
+        undef = self.shared(("undef1", v.type), lambda: ir.Constant(ir.VectorType(v.type, 1),
+                                                                     None))
+        zeros = self.shared(("mask0", n), lambda: ir.Constant(ir.VectorType(I32, n), [0] * n))
+        one = self.b.insert_element(undef, v, self.const(I32, 0))
+        return self.keep(key, self.b.shuffle_vector(one, one, zeros))
 
     def vector_of(self, values: list, dtype: str) -> ir.Value:
         vec = ir.Constant(ll_type(dtype), None)
