@@ -4,8 +4,9 @@ Takes a flattened Stmt, gives an equivalent one where a loop `v` whose body is g
 `c*v + rest < 0` (c > 0; the guard a non-dividing split leaves behind) becomes two loops:
 a main loop over the values of v where the guard holds for every value of the inner loop
 variables (the guard is dropped there, so the body can be vectorized), and a tail loop
-that keeps it. Vectorized, unrolled and thread-bound loops are left whole; tails are not
-partitioned again, so code grows at most by one copy per guarded loop level.
+that keeps it. Vectorized, unrolled and thread-bound loops are left whole; inside a tail,
+inner loops are partitioned again up to MAX_TAIL_DEPTH tails deep, so code growth stays
+bounded (a tail's guards are the ones its own inner loops cannot remove).
 Imports te.compute.expr, ir, visitor, arith.
 """
 from __future__ import annotations
@@ -67,9 +68,15 @@ def _upper_limit(cond: E.Expr, var: Var, ranges: dict, unsafe: set, ana: Analyze
     return ana.simplify(E.binary("floordiv", coeff - 1 - itv[1], coeff))
 
 
+# How many tails deep inner loops are still partitioned: code grows by at most one copy
+# of a loop body per guarded level inside each of these tails.
+MAX_TAIL_DEPTH = 2
+
+
 class _Partition(Mutator):
     def __init__(self):
         self.ana = Analyzer()
+        self.tail_depth = 0
 
     def visit_expr(self, e):
         return e
@@ -94,7 +101,15 @@ class _Partition(Mutator):
         split = self.ana.simplify(E.binary("min", E.binary("max", split, s.min), end))
         main_body = self.visit_stmt(_drop_guards(s.body, set(removable)))
         main = dataclasses.replace(s, extent=self.ana.simplify(split - s.min), body=main_body)
-        tail = dataclasses.replace(s, min=split, extent=self.ana.simplify(end - split))
+        tail_body = s.body
+        if self.tail_depth < MAX_TAIL_DEPTH:
+            # inner loops of the tail may carry guards of their own (a row block that does
+            # not divide inside a column tail): partition those too, to a bounded depth
+            self.tail_depth += 1
+            tail_body = self.visit_stmt(s.body)
+            self.tail_depth -= 1
+        tail = dataclasses.replace(s, min=split, extent=self.ana.simplify(end - split),
+                                   body=tail_body)
         return ir.seq(main, tail)
 
 
