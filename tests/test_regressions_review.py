@@ -148,3 +148,22 @@ def test_reduce_axis_outside_a_reduction_is_a_compute_error():
     with pytest.raises(te.ComputeError, match=r"^te.compute 'C': reduce axis 'k' is used "
                                               r"outside a reduction over it"):
         te.compute((4,), lambda i: A[i, k], name="C")
+
+
+def test_prefetch_through_an_index_read_from_memory_is_refused():
+    # A[I[i + 1]] would read I one past its end in the last row (and its guard reads it too).
+    M, N = 7, 37
+    A = te.placeholder((N,), name="A")
+    I = te.placeholder((M,), "int32", name="I")
+    B = te.compute((M,), lambda i: A[I[i]], name="B")
+    s = te.create_schedule(B.op)
+    s[B].prefetch(A, B.op.axis[0], 1)
+    with pytest.raises(te.LoweringError, match=r"^prefetch of 'A' at loop 'i' of stage 'B': "
+                                               r"its index reads tensor 'I'"):
+        te.lower(s, [A, I, B])
+    s = te.create_schedule(B.op)
+    s[B].prefetch(I, B.op.axis[0], 2)  # the index tensor itself is read affinely: fine
+    iv = RNG.integers(0, N, M).astype("int32")
+    a, b = RNG.random(N).astype("float32"), np.zeros(M, "float32")
+    run_func(te.lower(s, [A, I, B]), [a, iv, b])
+    np.testing.assert_array_equal(b, a[iv])

@@ -45,6 +45,7 @@ def prefetch_stmt(st: Stage, iv, tensor, offset: int, body: tuple, out_idx: tupl
     shift = {iv.var: iv.var + offset}
     lo, hi = None, None
     for load in loads:
+        _check_direct(load, where)
         box = [interval(ana.simplify(E.substitute(i, shift)), ranges, ana)
                for i in load.indices]
         if any(b is None for b in box):
@@ -66,6 +67,18 @@ def _check_storage(st: Stage, tensor, where: str) -> None:
         raise LoweringError(f"{where}: '{tensor.name}' is not stored whole (it is computed "
                             f"inside another stage's loop or inlined); prefetch an input or "
                             f"a compute_root tensor")
+
+
+def _check_direct(load: TensorLoad, where: str) -> None:
+    """An index read from memory (A[I[i]]) cannot be evaluated ahead: at var + offset it
+    may read past the end of I, and so would the guard."""
+    inner = []
+    for i in load.indices:
+        E.pre_order(i, lambda e: inner.append(e) if isinstance(e, TensorLoad) else None)
+    if inner:
+        raise LoweringError(f"{where}: its index reads tensor '{inner[0].tensor.name}' (an "
+                            f"indirect access), which cannot be evaluated ahead; prefetch "
+                            f"'{inner[0].tensor.name}' instead")
 
 
 def _reads_of(body: tuple, tensor) -> list:
