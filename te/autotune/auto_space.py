@@ -115,6 +115,8 @@ def auto_schedule(cfg, outputs, args=None):
             places = ["inline", "reader", "root"]
         cfg.define_knob(name, places)
         _define_injective(cfg, op, prefix[op] + ".root")
+        cfg.define_knob(prefix[op] + ".prefetch",
+                        [True, False] if _streamed_input(op) is not None else [False])
         if cfg[name].val == "inline":
             s[op].compute_inline()
             inlined.add(op)
@@ -129,7 +131,7 @@ def auto_schedule(cfg, outputs, args=None):
         if op.is_reduction:
             main_loop[op] = _schedule_reduction(cfg, s, op, prefix[op], packs.get(op))
         else:
-            main_loop[op] = _schedule_injective(cfg, s, op, prefix[op])
+            main_loop[op] = _schedule_injective(cfg, s, op, prefix[op], output=True)
     # 3. the other stages, consumers before producers: at their reader's row loop when
     # every stage that reads them runs in that loop too, else at root
     attached: dict = {}
@@ -148,9 +150,31 @@ def auto_schedule(cfg, outputs, args=None):
             s[op].compute_at(s[reader], loop)
             vec = cfg[prefix[op] + ".root.vec"].val
             if op.axis and vec > 1:
-                _, li = s[op].split(op.axis[-1], factor=vec)
+                lo, li = s[op].split(op.axis[-1], factor=vec)
                 s[op].vectorize(li)
+                if cfg[prefix[op] + ".prefetch"].val:
+                    # while this row is computed, fetch the same line of the next row of
+                    # the input (the row's DRAM read then overlaps the compute phases)
+                    row = static_extent(op.axis[-1])
+                    s[op].prefetch(_streamed_input(op), lo, -(-row // vec))
     return s, args
+
+
+def _streamed_input(op):
+    """The input placeholder that `op` reads row by row along its last axis (X in
+    softmax's exp(X[i, j] - max[i])), if the row is long enough for a prefetch of the
+    next row to matter (>= 1 KiB); else None."""
+    if not op.axis or static_extent(op.axis[-1]) * 4 < 1024:
+        return None
+    j = op.axis[-1].var
+    found = []
+
+    def visit(x):
+        if isinstance(x, E.TensorLoad) and isinstance(x.tensor.op, PlaceholderOp) and \
+                x.indices and x.indices[-1] is j and len(x.indices) == len(op.axis):
+            found.append(x.tensor)
+    E.pre_order(op.body[0], visit)
+    return found[0] if found else None
 
 
 def _has_select(op) -> bool:
@@ -185,9 +209,14 @@ def _define_injective(cfg, op, pfx: str) -> None:
     cfg.define_knob(pfx + ".parallel", [True, False])
 
 
-def _schedule_injective(cfg, s, op, pfx: str):
-    """Fuse the outer axes (parallel), split the last one and vectorize it."""
+def _schedule_injective(cfg, s, op, pfx: str, output: bool = False):
+    """Fuse the outer axes (parallel), split the last one and vectorize it; an output with
+    long rows may prefetch the lines it will write (`prefetch_out`: its stores then do
+    not miss one by one when the row is written after other per-row phases)."""
     _define_injective(cfg, op, pfx)
+    long_rows = len(op.axis) >= 2 and static_extent(op.axis[-1]) * 4 >= 1024
+    if output:
+        cfg.define_knob(pfx + ".prefetch_out", [False, True] if long_rows else [False])
     axes = list(op.axis)
     st = s[op]
     if not axes:
@@ -197,6 +226,8 @@ def _schedule_injective(cfg, s, op, pfx: str):
     lo, li = st.split(axes[-1], factor=vec) if vec > 1 else (axes[-1], None)
     if li is not None:
         st.vectorize(li)
+        if output and cfg[pfx + ".prefetch_out"].val:
+            st.prefetch(op.output(0), lo, 32)   # 32 vectors ahead: 2 KiB at 16 lanes
     row = outer if outer is not None else lo
     if cfg[pfx + ".parallel"].val:
         st.parallel(row)
@@ -213,13 +244,15 @@ def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict) -> bool:
     lanes = vector_lanes(op.output_dtype(0))
     rext = [static_extent(iv) for iv in op.reduce_axis]
     can = op.num_outputs == 1 and len(rext) == 1 and rext[0] >= 2 * lanes
-    cfg.define_knob(pfx + ".lanes", [True, False] if can else [False])
+    # partial results: one vector of them, four (independent add chains), or none
+    wide = [4 * lanes] if can and rext[0] >= 8 * lanes else []
+    cfg.define_knob(pfx + ".lanes", [lanes] + wide + [1] if can else [1])
     st = s[op]
     loop = main_loop.get(reader) if reader is not None else None
     at_reader = cfg[name].val == "reader" and loop is not None
     rf = None
-    if cfg[pfx + ".lanes"].val:
-        _, ki = st.split(op.reduce_axis[0], factor=lanes)
+    if cfg[pfx + ".lanes"].val > 1:
+        _, ki = st.split(op.reduce_axis[0], factor=cfg[pfx + ".lanes"].val)
         rf = s.rfactor(op.output(0), ki, factor_axis=len(op.axis))
         rst = s[rf]
         lane = rst.op.axis[-1]

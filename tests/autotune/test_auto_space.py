@@ -135,12 +135,38 @@ def test_default_matmul_is_a_register_blocked_micro_kernel():
     assert feats["acc_bytes"] > 0 and feats["unroll_body"] > 1
 
 
-@pytest.mark.parametrize("name", ["batch_matmul", "matmul_bt"])
+def _long_rows():
+    """Rows long enough (>= 1 KiB) for the row kernels' prefetch knobs, and not a
+    multiple of the vector width."""
+    X = te.placeholder((5, 301), name="X")
+    L = te.placeholder((3, 263), name="L")
+    G = te.placeholder((263,), name="G")
+    Bt = te.placeholder((263,), name="Bt")
+    return {"softmax_long": ops.softmax(X), "layer_norm_long": ops.layer_norm(L, G, Bt)}
+
+
+LONG_ROWS = _long_rows()
+
+
+def test_row_kernels_offer_prefetch_and_wide_partial_sums():
+    space = ConfigSpace()
+    auto_schedule(space, LONG_ROWS["softmax_long"])
+    assert list(space.knobs["T_softmax_exp.prefetch"].options) == [True, False]
+    assert list(space.knobs["T_softmax_norm.prefetch_out"].options) == [False, True]
+    s, args = auto_schedule(space.default(), LONG_ROWS["softmax_long"])
+    assert "prefetch(&X[" in str(te.lower(s, args))
+    short = ConfigSpace()
+    auto_schedule(short, GRAPHS["softmax"])          # 20-wide rows: nothing to prefetch
+    assert list(short.knobs["T_softmax_exp.prefetch"].options) == [False]
+
+
+@pytest.mark.parametrize("name", ["batch_matmul", "matmul_bt", "softmax_long",
+                                  "layer_norm_long"])
 def test_every_knob_option_is_correct(name):
     """One-knob variations of the default config: options of every knob (pack on and off,
     the smallest and largest other tile sizes, cache, order, parallel mode) build and give
     numpy's answer."""
-    out = GRAPHS[name] if name in GRAPHS else _matmul_bt()
+    out = GRAPHS[name] if name in GRAPHS else LONG_ROWS.get(name) or _matmul_bt()
     space = ConfigSpace()
     auto_schedule(space, out)
     args = default_args(out)

@@ -165,3 +165,30 @@ def test_symbolic_rows_through_matmul_softmax():
     for rows in (1, 5):
         check_schedule(s, [X, bias, W], [Y], lambda x, b, w: softmax_ref((x + b) @ w, -1),
                        rtol=1e-4, atol=1e-5, sizes={"n": rows})
+
+
+def test_softmax_special_values_match_numpy():
+    # the row max is a compare-and-select (no NaN propagation of its own): the outputs must
+    # still be numpy's for NaN, +-inf, all -inf, huge and tiny rows, vectorized or not
+    rows = np.array([
+        [1.0, np.nan, 2.0, 0.5, -3.0, 7.0, 1.0, 2.0, 0.0],
+        [np.inf, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+        [-np.inf] * 9,
+        [-np.inf, 1.0, -np.inf, 2.0, -np.inf, 3.0, -np.inf, 4.0, 5.0],
+        [3e38, -3e38, 1e38, 0.0, 1.0, -1.0, 2.0, 5.0, 6.0],
+        [-1e-38, 1e-38, 0.0, -0.0, 1e-45, -1e-45, 2.0, 3.0, -7.0],
+        [np.nan] * 9,
+    ], dtype="float32")
+    X = te.placeholder(rows.shape, name="X")
+    Y = ops.softmax(X)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = softmax_ref(rows, -1)
+    for vectorize in (False, True):
+        s = te.create_schedule(Y.op)
+        if vectorize:
+            maxelem, exp, expsum = _softmax_stages(Y)
+            _, ji = s[Y].split(Y.op.axis[1], 4)
+            s[Y].vectorize(ji)
+        out = np.zeros(rows.shape, "float32")
+        te.build(s, [X, Y])(rows, out)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-7, equal_nan=True)

@@ -212,6 +212,18 @@ def avg_pool2d(data: Tensor, kernel, stride=1, padding=0, count_include_pad: boo
     return api.compute(shape, fcompute, name=name, tag="elemwise")
 
 
+_SELECT_MAX = []
+
+
+def _select_max():
+    """max(a, b) as `a > b ? a : b` (made once, on first use)."""
+    if not _SELECT_MAX:
+        _SELECT_MAX.append(api.comm_reducer(
+            lambda a, b: api.if_then_else(a > b, a, b),
+            lambda dtype: api.min_value(dtype), name="select_max"))
+    return _SELECT_MAX[0]
+
+
 def softmax(x: Tensor, axis: int = -1, name: str = "T_softmax") -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `axis` (floats), in four stages:
     <name>_maxelem, <name>_exp, <name>_expsum and <name>_norm (the result)."""
@@ -224,8 +236,12 @@ def softmax(x: Tensor, axis: int = -1, name: str = "T_softmax") -> Tensor:
     if x.ndim == 1:
         raise ShapeError("softmax: x must have at least 2 dimensions (the reduced row stage "
                          "cannot be 0-d); reshape a vector to (1, n)")
+    # The row max as one compare-and-select per element (x86 maxps) instead of te.max's
+    # NaN-propagating max (7 vector instructions): the result is the same, because a NaN
+    # anywhere in a row still reaches every output through exp(NaN - max) in the sum,
+    # and an all -inf row gives NaN either way.
     maxelem = reduce_over(x, (axis,), False, f"{name}_maxelem", "comm_reduce",
-                          lambda full, raxes: api.max(x(*full), axis=raxes))
+                          lambda full, raxes: _select_max()(x(*full), axis=raxes))
     ex = api.compute(x.shape, lambda *i: api.exp(x(*i) - maxelem(*drop(i))),
                      name=f"{name}_exp", tag="elemwise")
     expsum = reduce_over(ex, (axis,), False, f"{name}_expsum", "comm_reduce",
