@@ -37,7 +37,22 @@ def test_vector_exp_edges():
     finite = np.isfinite(want) & (want > 1.2e-38)  # normal results
     np.testing.assert_allclose(y[finite], want[finite], rtol=1e-6)
     assert np.isnan(y[0]) and y[1] == np.inf and y[2] == 0 and y[3] == np.inf
-    assert y[6] == 0 and y[7] == 0  # below the normal range: flushed to zero
+    assert y[7] == 0                                 # below the denormals
+    assert y[6] > 0 and abs(y[6] - want[6]) <= 2 * 2.0 ** -149  # exp(-90): a denormal
+
+
+def test_vector_exp_denormal_results_match_the_scalar_path():
+    # every schedule gives the unscheduled answer: the vector exp rounds into the
+    # denormals as libm's expf (the scalar path) does, and flushes to 0 only past them
+    x = np.concatenate([np.linspace(-104.5, -86.5, 4093), [-103.97, -103.28, -87.34]])
+    x = x.astype(np.float32)
+    vec = np.empty_like(x)
+    _build_exp(x.size, 16)(x, vec)
+    scalar = np.empty_like(x)
+    _build_exp(x.size, 1)(x, scalar)
+    tiny = 2.0 ** -149
+    assert np.all(np.abs(vec - scalar) <= np.maximum(2 * tiny, 3e-7 * np.abs(scalar)))
+    assert np.all((vec == 0) == (scalar == 0))
 
 
 def test_vector_exp_calls_no_libm():
