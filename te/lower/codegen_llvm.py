@@ -4,8 +4,9 @@ Takes a flattened ir.PrimFunc (Allocate/Store/Load over flat Buffers, Ramp/Broad
 and gives the text of `i32 @name(ptr %buf..., <scalars>...)`, which returns 0, or -2 - 2k when
 heap buffer k (ModuleGen.heap_buffers) could not be allocated and -3 - 2k when it exceeds the
 int32 index range. Parallel loops are outlined onto GOMP_parallel (codegen_llvm_parallel.py);
-intrinsics, libm calls and the vector exp live in codegen_llvm_math.py. Imports llvmlite,
-te.dtype, te.errors, te.compute.expr and te.lower.ir only.
+intrinsics, libm calls and the vector exp live in codegen_llvm_math.py, per-block value reuse
+in codegen_llvm_reuse.py. Imports llvmlite, te.dtype, te.errors, te.compute.expr and
+te.lower.ir only.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ..errors import BuildError
 from . import codegen_llvm_math as cgmath
 from . import codegen_llvm_parallel as par
 from . import ir as tir
+from .codegen_llvm_reuse import BlockValues
 
 PTR = ir.PointerType()
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -128,7 +130,7 @@ def add_function_attributes(fn: ir.Function) -> None:
     set.add(fn.attributes, '"no-trapping-math"="true"')
 
 
-class FuncGen:
+class FuncGen(BlockValues):
     """Emits one LLVM function; `env` maps each bound Var (by identity) to its value."""
 
     def __init__(self, mod: ModuleGen, fn: ir.Function, in_parallel: bool):
@@ -141,74 +143,12 @@ class FuncGen:
         self.env: dict = {}
         self.heap_live: list = []  # heap pointers to free on an early return
         self.status_ptr = None  # in an outlined parallel body: where a failure is recorded
-        # Value numbering: pure values computed in the current block, keyed by operation and
-        # operand values (identity; constants are interned), so unrolled bodies emit shared
-        # index arithmetic, casts, addresses and broadcasts once. `_memory` holds the values
-        # loaded from or stored to addresses in this block: (data Var, address, type) -> value.
-        self._vn_block = None
-        self._vn: dict = {}
-        self._memory: dict = {}
-        self._consts: dict = {}
+        self.init_block_values()
         self._const_exprs: dict = {}  # (dtype, value) of a Const node -> its constant
         self._expr_methods: dict = {}  # expression type -> bound expr_<Type> method
 
     def finish(self) -> None:
         ir.IRBuilder(self.entry).branch(self.body_start)
-
-    def reuse(self, key) -> ir.Value | None:
-        """The pure value `key` names if it was computed in the current block (which then
-        dominates the insertion point), else None."""
-        if self.b.block is not self._vn_block:
-            self._vn_block, self._vn, self._memory = self.b.block, {}, {}
-            return None
-        return self._vn.get(key)
-
-    def load(self, buf: tir.Buffer, ptr, typ: ir.Type) -> ir.Value:
-        """buf[ptr] as `typ`: the value last loaded from or stored to that address in this
-        block when no store to `buf` (or call that may write memory) came in between."""
-        key = (buf.data, ptr, typ)
-        if self.b.block is self._vn_block and key in self._memory:
-            return self._memory[key]
-        value = self.b.load(ptr, typ=typ, align=elem_bytes(buf.dtype))
-        if self.b.block is self._vn_block:
-            self._memory[key] = value
-        return value
-
-    def store(self, buf: tir.Buffer, value, ptr) -> None:
-        self.b.store(value, ptr, align=elem_bytes(buf.dtype))
-        self.forget_memory(buf.data)
-        if self.b.block is self._vn_block:
-            self._memory[(buf.data, ptr, value.type)] = value
-
-    def forget_memory(self, data: E.Var | None = None) -> None:
-        """After a store to buffer `data` (distinct buffers never overlap: parameters are
-        noalias, allocations disjoint), or to anything (data=None: a call, a parallel
-        launch, a nested statement)."""
-        if data is None:
-            self._memory = {}
-        elif self._memory:
-            self._memory = {k: v for k, v in self._memory.items() if k[0] is not data}
-
-    def keep(self, key, value: ir.Value) -> ir.Value:
-        if self.b.block is self._vn_block:
-            self._vn[key] = value
-        return value
-
-    def const(self, typ: ir.Type, value) -> ir.Constant:
-        """One shared ir.Constant per (type, value), so value numbering sees equal constants
-        as the same operand (float keys by hex: 0.0 and -0.0 differ, NaN matches itself)."""
-        k = (typ, value.hex() if isinstance(value, float) else value)
-        c = self._consts.get(k)
-        if c is None:
-            c = self._consts[k] = ir.Constant(typ, value)
-        return c
-
-    def shared(self, key, make) -> ir.Constant:
-        """A constant built once per function (llvmlite caches each constant's text)."""
-        c = self._consts.get(key)
-        if c is None:
-            c = self._consts[key] = make()
-        return c
 
     def alloca(self, typ: ir.Type, align: int | None = None) -> ir.Instruction:
         """Stack storage in the entry block, so loops do not grow the stack."""
@@ -260,16 +200,17 @@ class FuncGen:
     def stmt_Store(self, s: tir.Store) -> None:
         buf, n = s.buffer, dt.lanes(s.value.dtype)
         value = self.to_mem(self.expr(s.value), s.value.dtype)
+        align = elem_bytes(buf.dtype)
         if n == 1:
-            self.store(buf, value, self.address(buf, self.expr(s.index)))
+            self.store(buf.data, value, self.address(buf, self.expr(s.index)), align)
         elif _is_dense_ramp(s.index):
-            self.store(buf, value, self.address(buf, self.expr(s.index.base)))
+            self.store(buf.data, value, self.address(buf, self.expr(s.index.base)), align)
         else:  # scatter, lane by lane
             index = self.expr(s.index)
             for k in range(n):
                 lane = self.b.extract_element(value, I32(k))
                 ptr = self.address(buf, self.b.extract_element(index, I32(k)))
-                self.store(buf, lane, ptr)
+                self.store(buf.data, lane, ptr, align)
 
     def stmt_Allocate(self, s: tir.Allocate) -> None:
         elem = mem_type(dt.base(s.buffer.dtype))
@@ -381,23 +322,15 @@ class FuncGen:
         if buf.data not in self.env:
             raise BuildError(f"Load/Store: buffer {buf.name!r} is neither a parameter "
                              f"nor allocated")
-        base, idx = self.env[buf.data], self.index64(index)
-        key = ("gep", base, idx, buf.dtype)
+        # The index goes in as is: a GEP sign-extends a narrower index to the pointer width
+        # (index dtypes are signed in practice; an unsigned one below 2^31 extends equally).
+        base = self.env[buf.data]
+        key = ("gep", base, index, buf.dtype)
         ptr = self.reuse(key)
         if ptr is None:
-            ptr = self.keep(key, self.b.gep(base, [idx], inbounds=True,
+            ptr = self.keep(key, self.b.gep(base, [index], inbounds=True,
                                             source_etype=mem_type(dt.base(buf.dtype))))
         return ptr
-
-    def index64(self, value) -> ir.Value:
-        if value.type.width == 64:
-            return value
-        if isinstance(value, ir.Constant) and isinstance(value.constant, int):
-            return self.const(I64, value.constant)
-        # Index dtypes are signed in practice; an unsigned index below 2^31 extends equally.
-        key = ("sext64", value)
-        wide = self.reuse(key)
-        return wide if wide is not None else self.keep(key, self.b.sext(value, I64))
 
     def to_mem(self, value, dtype: str):
         return self.b.zext(value, mem_type(dtype)) if dt.is_bool(dtype) else value
@@ -585,17 +518,18 @@ class FuncGen:
 
     def expr_Load(self, e: tir.Load) -> ir.Value:
         buf, n = e.buffer, dt.lanes(e.dtype)
+        align = elem_bytes(buf.dtype)
         if n == 1:
-            v = self.load(buf, self.address(buf, self.expr(e.index)), mem_type(e.dtype))
-            return self.from_mem(v, e.dtype)
+            ptr = self.address(buf, self.expr(e.index))
+            return self.from_mem(self.load(buf.data, ptr, mem_type(e.dtype), align), e.dtype)
         if _is_dense_ramp(e.index):
             ptr = self.address(buf, self.expr(e.index.base))
-            return self.from_mem(self.load(buf, ptr, mem_type(e.dtype)), e.dtype)
+            return self.from_mem(self.load(buf.data, ptr, mem_type(e.dtype), align), e.dtype)
         index = self.expr(e.index)  # gather, lane by lane
         lanes = []
         for k in range(n):
             ptr = self.address(buf, self.b.extract_element(index, I32(k)))
-            lanes.append(self.load(buf, ptr, mem_type(dt.base(e.dtype))))
+            lanes.append(self.load(buf.data, ptr, mem_type(dt.base(e.dtype)), align))
         return self.from_mem(self.vector_of(lanes, dt.with_lanes(mem_dtype(e.dtype), n)),
                              e.dtype)
 
