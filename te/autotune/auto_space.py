@@ -16,7 +16,8 @@ the xgb tuner's cold start around it) is already a good kernel. Policy, per stag
     expressions (a graph rewrite, before the schedule exists). With little spatial
     parallelism, an rfactor knob instead;
   * injective non-outputs: inlined, computed at their reader's row loop, or at root
-    (read by several stages, like softmax's exp, the row loop is the default);
+    (read by several stages, like softmax's exp, the row loop is the default; a
+    conditional producer of a reduction, like conv's padding, is never inlined);
   * injective outputs: fuse outer axes + parallel, split + vectorize the last axis;
   * non-output reductions: at the reader's row loop (or root), as vector-wide partial
     results (rfactor over the native lanes, vectorized) when the row is long.
@@ -110,7 +111,10 @@ def auto_schedule(cfg, outputs, args=None):
         if len(cons[op]) > 1:
             places = ["reader", "inline", "root"]
         elif _has_select(op) and any(c.is_reduction for c in cons[op]):
-            places = ["root", "inline", "reader"]
+            # not inlined: the condition would then sit in every step of the reduction's
+            # register tile (conv2d 32x28x28: such candidates took LLVM 5-16 s to compile,
+            # a fifth of them timed out at 30 s in tuning, and none was fast)
+            places = ["root", "reader"]
         else:
             places = ["inline", "reader", "root"]
         cfg.define_knob(name, places)
