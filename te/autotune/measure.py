@@ -131,7 +131,7 @@ class LocalRunner:
         self.workers: list = []
         self.task: dict = {}
 
-    def set_task(self, inputs: list, outputs: list, ref: Job) -> MeasureResult:
+    def set_task(self, inputs: list, outputs: list, ref: Job) -> R.MeasureResult:
         """Save inputs, compute the reference outputs once (in a worker) from `ref`."""
         import numpy as np
         for k, arr in enumerate(inputs):

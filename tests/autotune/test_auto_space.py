@@ -222,7 +222,7 @@ def test_default_softmax_is_one_pass_per_row():
 
 
 def test_register_tile_fills_the_axis_the_streamed_operand_does_not_depend_on():
-    from te.autotune.auto_space import _streamed_operand_axes
+    from te.autotune.micro_kernel import _streamed_operand_axes
     conv = GRAPHS["conv2d"].op                       # Y[n, f, y, x] = W[f, ..] * pad[.., y+ry, x+rx]
     n, f, y, x = (iv.var for iv in conv.axis)
     assert _streamed_operand_axes(conv) == {n, y, x}  # output channels reuse the input row

@@ -1,0 +1,344 @@
+"""The register-blocked micro-kernel of the automatic space, for reduction outputs.
+
+Takes a reduction op and a config; defines its register-tile knobs (nr x mr x fr, row
+blocks, k split, unrolling, order, parallel, packing, cache, rfactor) and applies them:
+the tile accumulates in a cache_write local buffer at the row-block loop, the reduction
+loops run outside the tile, the tile's rows are unrolled and its last axis vectorized.
+Also the packing rewrite (the streamed panel operand copied to [.., j // nr, k, j % nr]
+by a compute built from the operator's own index expressions) and the host's vector
+width. Used by auto_space.py. Imports te.compute, te.dtype, space; llvmlite lazily.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+from .. import dtype as dt
+from ..compute import expr as E
+from ..compute.tensor import ComputeOp
+from ..errors import ArgumentError
+
+MAX_UNROLL = 256
+
+
+def static_extent(iv) -> int:
+    ext = iv.dom.extent
+    if not hasattr(ext, "value"):
+        raise ArgumentError(f"te.autotune: axis '{iv.var.name}' has a symbolic extent; the "
+                            f"automatic space needs constant shapes")
+    return int(ext.value)
+
+
+def vector_lanes(dtype: str = "float32") -> int:
+    """Lanes of one native vector register for `dtype` on the host (AVX-512: 512 bits,
+    AVX/AVX2: 256, otherwise 128)."""
+    bits = _vector_bits()
+    width = dt.bits(dtype) if dtype != "bool" else 8
+    return max(1, bits // max(width, 8))
+
+
+@functools.lru_cache(maxsize=None)
+def _vector_bits() -> int:
+    try:
+        import llvmlite.binding as llvm
+        feats = llvm.get_host_cpu_features()
+    except Exception:  # noqa: BLE001 - no JIT here: plan for SSE
+        return 128
+    if feats.get("avx512f"):
+        return 512
+    if feats.get("avx2") or feats.get("avx"):
+        return 256
+    return 128
+
+
+def _preferred(options: list, first) -> list:
+    """`options` with `first` moved to the front (the default config takes option 0)."""
+    return [first] + [o for o in options if o != first] if first in options else options
+
+
+def _define_micro_kernel(cfg, op, pfx: str) -> None:
+    """The register-tile knobs of a reduction output (defined before any rewrite, because
+    the packed layout depends on nr). Option 0 of each knob is the expected best."""
+    spatial, reduce = list(op.axis), list(op.reduce_axis)
+    ext = [static_extent(iv) for iv in spatial]
+    rext = [static_extent(iv) for iv in reduce]
+    lanes = vector_lanes(op.output_dtype(0))
+    last = ext[-1]
+    nr_opts = [m * lanes for m in (1, 2, 3, 4) if m * lanes <= max(last, lanes)]
+    if last < lanes:
+        nr_opts = [last]
+    elif not any(last % o == 0 for o in nr_opts) and last % (lanes // 2) == 0 and lanes >= 16:
+        nr_opts = [lanes // 2] + nr_opts   # 56 wide on AVX-512: half vectors, no tail
+        if last <= 4 * lanes:
+            nr_opts.append(last)           # or the whole row: 3 full vectors and a half
+    ideal_nr = 2 * lanes if lanes >= 16 else 3 * lanes
+    # prefer a width that divides the axis (no tail), the widest up to the ideal one; a
+    # whole row that no vector width divides beats half vectors (56 on AVX-512)
+    fits = [o for o in nr_opts if last % o == 0 and o <= ideal_nr]
+    nr0 = max(fits) if fits else min(nr_opts, key=lambda o: (last % o != 0, abs(o - ideal_nr)))
+    if last in nr_opts and last % lanes and last > lanes:
+        nr0 = last
+    cfg.define_knob(pfx + ".nr", _preferred(nr_opts, nr0))
+    nr = cfg[pfx + ".nr"].val
+    n_vec = -(-nr // lanes)                    # vector registers per tile row
+    regs = 16 if lanes >= 16 else 12          # accumulators that leave room for B and A
+    rows = ext[-2] if len(spatial) >= 2 else 1
+    fe = ext[-3] if len(spatial) >= 3 else 1
+    mr_opts = [m for m in (1, 2, 3, 4, 6, 8) if m <= rows] or [1]
+    fr_opts = [f for f in (1, 2, 4, 8) if f <= fe] or [1]
+    # Fill the accumulators first along the axis the streamed vector operand does not
+    # depend on (it is reused across that axis: A's rows in matmul, output channels in
+    # conv); an axis it depends on costs a vector load per tile row.
+    streamed = _streamed_operand_axes(op)
+    fr_first = len(spatial) >= 3 and spatial[-3].var not in streamed and \
+        spatial[-2].var in streamed
+
+    def largest(opts, extent, budget):
+        return max([m for m in opts if m <= budget and extent % m == 0] or [1])
+    if fr_first:
+        fr0 = largest(fr_opts, fe, regs // n_vec)
+        mr0 = largest(mr_opts, rows, max(1, regs // (n_vec * fr0)))
+    else:
+        mr0 = largest(mr_opts, rows, max(1, min(8, regs // n_vec)))
+        fr0 = 1
+    if len(spatial) >= 2:
+        cfg.define_knob(pfx + ".mr", _preferred(mr_opts, mr0))
+        blocks = -(-rows // cfg[pfx + ".mr"].val)
+        mc_opts = [b for b in (16, 1, 4, 8, 32) if b <= blocks] or [1]
+        cfg.define_knob(pfx + ".mc", mc_opts)
+    else:
+        cfg.define_knob(pfx + ".mr", [1])
+        cfg.define_knob(pfx + ".mc", [1])
+    if len(spatial) >= 3:
+        if not fr_first:
+            acc = cfg[pfx + ".mr"].val * n_vec
+            fr0 = largest(fr_opts, fe, regs // acc)
+        cfg.define_knob(pfx + ".fr", _preferred(fr_opts, fr0))
+    else:
+        cfg.define_knob(pfx + ".fr", [1])
+    k0 = rext[0] if rext else 1
+    cfg.define_knob(pfx + ".kc", [k for k in (4, 1, 2, 8) if k <= k0] or [1])
+    small = any(e <= 7 for e in rext[1:])
+    cfg.define_knob(pfx + ".unroll_r", [True, False] if small else [False])
+    cfg.define_knob(pfx + ".order", ["rows_cols", "cols_rows"] if len(spatial) >= 2
+                    else ["rows_cols"])
+    cfg.define_knob(pfx + ".parallel", ["fused", "outer", "none"])
+    cfg.define_knob(pfx + ".pack", [True, False] if _pack_candidate(op) else [False])
+
+
+def _streamed_operand_axes(op) -> set:
+    """Spatial axis vars that the loads indexed by the innermost spatial axis depend on
+    (the operand the register tile streams as vectors)."""
+    j = op.axis[-1].var
+    spatial = {iv.var for iv in op.axis}
+    out: set = set()
+
+    def visit(x):
+        if isinstance(x, E.TensorLoad):
+            used = {v for e in x.indices for v in E.free_vars(e)}
+            if j in used:
+                out.update(used & spatial)
+    E.pre_order(op.body[0], visit)
+    return out
+
+
+def _pack_candidate(op):
+    """(tensor, indices) of the input a register tile streams as a panel, or None.
+
+    That is an input read through one index pattern that depends on the innermost spatial
+    axis j and on a reduction axis but not on the row axis of the register tile (so one
+    packed panel serves every row): B in A[i, k] * B[k, j] (or B[j, k], which is strided
+    along j), per batch in batch matmul. Packing lays it out as [.., j // nr, k, j % nr]:
+    the micro-kernel then reads nr contiguous values per step of k.
+    """
+    if op.num_outputs != 1 or not op.is_reduction or not op.axis:
+        return None
+    j = op.axis[-1].var
+    row = op.axis[-2].var if len(op.axis) >= 2 else None
+    rvars = {iv.var for iv in op.reduce_axis}
+    loads: dict = {}
+
+    def visit(x):
+        if isinstance(x, E.TensorLoad):
+            loads.setdefault(x.tensor, []).append(x.indices)
+    E.pre_order(op.body[0], visit)
+    for t, patterns in loads.items():
+        first = patterns[0]
+        if any(not all(E.structural_equal(a, b) for a, b in zip(first, other))
+               for other in patterns[1:]):
+            continue
+        used = {v for e in first for v in E.free_vars(e)}
+        if j in used and used & rvars and (row is None or row not in used):
+            return t, first
+    return None
+
+
+def _pack_rewrite(op, nr: int):
+    """(new output op, packed tensor): `op` reading its panel input from a packed copy,
+    built from the operator's own index expressions (any matmul-like te.compute)."""
+    from ..compute import api as T
+    t, indices = _pack_candidate(op)
+    jv = op.axis[-1]
+    n = static_extent(jv)
+    used = {v for e in indices for v in E.free_vars(e)}
+    sdeps = [iv for iv in op.axis[:-1] if iv.var in used]
+    rdeps = [iv for iv in op.reduce_axis if iv.var in used]
+    panels = -(-n // nr)
+    shape = [static_extent(iv) for iv in sdeps] + [panels] + \
+        [static_extent(iv) for iv in rdeps] + [nr]
+    ns = len(sdeps)
+
+    def fpack(*vs):
+        jj = vs[ns] * nr + vs[-1]
+        mapping = {iv.var: v for iv, v in zip(sdeps, vs[:ns])}
+        mapping.update({iv.var: v + iv.dom.min for iv, v in zip(rdeps, vs[ns + 1:-1])})
+        mapping[jv.var] = T.min(jj, n - 1) if n % nr else jj
+        val = t(*[E.substitute(e, mapping) for e in indices])
+        return T.if_then_else(jj < n, val, E.zero_like(val)) if n % nr else val
+    packed = T.compute(shape, fpack, name=f"{t.op.name}_pack")
+    new_idx = tuple([iv.var for iv in sdeps] + [T.indexdiv(jv.var, nr)]
+                    + [iv.var - iv.dom.min for iv in rdeps] + [T.indexmod(jv.var, nr)])
+
+    def swap(x):
+        if isinstance(x, E.TensorLoad) and x.tensor == t:
+            return packed(*new_idx)
+        return None
+    body = tuple(E.transform(b, swap) for b in op.body)
+    new = ComputeOp(op.name, op.tag, op.attrs, op.axis, op.reduce_axis, body)
+    return new, packed
+
+
+def _schedule_reduction(cfg, s, op, pfx: str, packed=None):
+    """A reduction output as a register-blocked micro-kernel (matmul, conv, pool, sums).
+
+    Spatial axes ..., f, i, j get register tiles fr x mr x nr (nr a multiple of the vector
+    width); the tile accumulates in a cache_write local buffer computed at the row-block
+    loop, with the reduction loops outside the tile, the tile rows unrolled and its last
+    axis vectorized; row blocks of mc tiles, parallel over the fused outer loops.
+    Without the cache, the same tiling is applied to the op itself.
+    """
+    spatial, reduce = list(op.axis), list(op.reduce_axis)
+    ext = [static_extent(iv) for iv in spatial]
+    rext = [static_extent(iv) for iv in reduce]
+    few = math.prod(ext) < 64 and rext[0] >= 64
+    cfg.define_knob(pfx + ".rfactor", [False, True] if few else [False])
+    cfg.define_knob(pfx + ".cache", [True, False] if op.num_outputs == 1 else [False])
+    if packed is not None:
+        _schedule_pack(cfg, s, packed, pfx)
+    if cfg[pfx + ".rfactor"].val:
+        return _schedule_rfactor(cfg, s, op, pfx)
+    nd = len(spatial)
+    tiles = [1] * nd
+    tiles[-1] = cfg[pfx + ".nr"].val
+    if nd >= 2:
+        tiles[-2] = cfg[pfx + ".mr"].val
+    if nd >= 3:
+        tiles[-3] = cfg[pfx + ".fr"].val
+    row_axis = nd - 2 if nd >= 2 else nd - 1
+    mc = cfg[pfx + ".mc"].val
+    cache = s.cache_write(op.output(0), "local") if cfg[pfx + ".cache"].val else None
+    st = s[op]
+    outer, inner = [], []
+    for iv, t in zip(spatial, tiles):
+        o, i = st.split(iv, factor=t) if t > 1 else (iv, None)
+        outer.append(o)
+        inner.append(i)
+    roo, roi = st.split(outer[row_axis], factor=mc) if mc > 1 else (outer[row_axis], None)
+    rest = outer[row_axis + 1:]
+    blocks = rest + [roo] if cfg[pfx + ".order"].val == "cols_rows" else [roo] + rest
+    loops = outer[:row_axis] + blocks + ([roi] if roi is not None else [])
+    tile = [i for i in inner if i is not None]
+    st.reorder(*(loops + tile))
+    if len(loops) > 1:
+        _parallel(cfg, st, loops[:-1], pfx)
+    else:
+        _parallel(cfg, st, loops, pfx)
+    attach = loops[-1]
+    if cache is None:
+        _micro_kernel(cfg, st, list(op.reduce_axis), inner, tiles, pfx)
+        return attach
+    _annotate_tile(st, inner)
+    cst = s[cache]
+    cst.compute_at(st, attach)
+    _micro_kernel(cfg, cst, list(cst.op.reduce_axis), list(cst.op.axis), tiles, pfx)
+    return attach
+
+
+def _annotate_tile(st, inner: list) -> None:
+    """The write-back of a tile: rows unrolled (constant offsets into the local buffer keep
+    it in registers), last axis vectorized."""
+    if inner[-1] is not None:
+        st.vectorize(inner[-1])
+    for iv in inner[:-1]:
+        if iv is not None and 1 < _const_extent(iv) <= 16:
+            st.unroll(iv)
+
+
+def _micro_kernel(cfg, st, reduce: list, axes: list, tiles: list, pfx: str) -> None:
+    """Order the reduction loops outside the register tile (`axes`, of extents `tiles`,
+    None where untiled); unroll k by kc, small reduction axes (unroll_r) and the tile rows;
+    vectorize the tile's last axis."""
+    kc = cfg[pfx + ".kc"].val
+    ko, ki = st.split(reduce[0], factor=kc) if kc > 1 else (reduce[0], None)
+    others = reduce[1:]
+    tile = [(a, t) for a, t in zip(axes, tiles) if a is not None]
+    st.reorder(*([ko] + others + ([ki] if ki is not None else []) + [a for a, _ in tile]))
+    if axes[-1] is not None and tiles[-1] > 1:
+        st.vectorize(axes[-1])
+    body = 1
+    for a, t in tile[:-1]:
+        if 1 < t <= 16:
+            st.unroll(a)
+            body *= t
+    if cfg[pfx + ".unroll_r"].val:
+        for r in others:
+            e = _const_extent(r)
+            if 1 < e <= 7 and body * e <= MAX_UNROLL:
+                st.unroll(r)
+                body *= e
+    if ki is not None and body * kc <= MAX_UNROLL:
+        st.unroll(ki)
+
+
+def _parallel(cfg, st, loops: list, pfx: str):
+    """Parallel over the fused outer loops ("fused"), the first one ("outer") or none."""
+    mode = cfg[pfx + ".parallel"].val
+    if mode == "none" or not loops:
+        return None
+    if mode == "fused" and len(loops) > 1:
+        fused = st.fuse(*loops)
+        st.parallel(fused)
+        return fused
+    st.parallel(loops[0])
+    return None
+
+
+def _schedule_pack(cfg, s, packed, pfx: str) -> None:
+    """The packing stage: panels in parallel, the nr-wide rows vectorized."""
+    pst = s[packed]
+    axes = list(packed.op.axis)
+    pst.vectorize(axes[-1])
+    if cfg[pfx + ".parallel"].val != "none":
+        outer = [a for a in axes[:-2]]
+        pst.parallel(pst.fuse(*outer) if len(outer) > 1 else outer[0])
+
+
+def _const_extent(iv) -> int:
+    ext = iv.dom.extent
+    return int(ext.value) if hasattr(ext, "value") else 0
+
+
+def _schedule_rfactor(cfg, s, op, pfx: str):
+    """Little spatial parallelism: factor the reduction into a vectorized partial stage."""
+    reduce = list(op.reduce_axis)
+    st = s[op]
+    ko, ki = st.split(reduce[0], factor=vector_lanes(op.output_dtype(0)) * cfg[pfx + ".kc"].val)
+    rf = s.rfactor(op.output(0), ki, factor_axis=len(op.axis))
+    rst = s[rf]
+    lanes = rst.op.axis[-1]
+    red = list(rst.op.reduce_axis)
+    rst.reorder(*(list(rst.op.axis[:-1]) + red + [lanes]))
+    rst.vectorize(lanes)
+    if op.axis and cfg[pfx + ".parallel"].val != "none":
+        st.parallel(op.axis[0])
+    return None
