@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...compute import expr as E
-from ...compute.expr import Binary, Const, Var
+from ...compute.expr import Binary, Var
 from .. import ir
 from ..arith import Analyzer, interval, key
 from ..visitor import Mutator, stmt_children
@@ -22,16 +22,27 @@ from ..visitor import Mutator, stmt_children
 _PARTITIONABLE = (ir.SERIAL, ir.PARALLEL)
 
 
-def _conjuncts(cond: E.Expr) -> list:
+def conjuncts(cond: E.Expr) -> list:
+    """The terms of a chain of `and`s (a condition that is not one: itself)."""
     if isinstance(cond, Binary) and cond.op == "and":
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
+        return conjuncts(cond.a) + conjuncts(cond.b)
     return [cond]
+
+
+def guarded(conds: list, then_case: ir.Stmt, else_case=None) -> ir.Stmt:
+    """`if (c0 && c1 && ...) then_case`, or then_case itself when no condition is left."""
+    if not conds:
+        return then_case
+    cond = conds[0]
+    for c in conds[1:]:
+        cond = E.logical("and", cond, c)
+    return ir.IfThenElse(cond, then_case, else_case)
 
 
 def _guards_and_ranges(s: ir.Stmt, guards: list, ranges: dict, unsafe: set) -> None:
     """Collect If conjuncts and the ranges of loop vars below s (let vars are unsafe)."""
     if isinstance(s, ir.IfThenElse):
-        guards.extend(_conjuncts(s.cond))
+        guards.extend(conjuncts(s.cond))
     if isinstance(s, ir.For):
         hi = s.min + s.extent - 1
         old = ranges.get(s.loop_var)
@@ -119,15 +130,10 @@ def _drop_guards(s: ir.Stmt, keys: set) -> ir.Stmt:
             return e
 
         def visit_IfThenElse(self, node: ir.IfThenElse) -> ir.Stmt:
-            kept = [c for c in _conjuncts(node.cond) if key(c) not in keys]
+            kept = [c for c in conjuncts(node.cond) if key(c) not in keys]
             then_case = self.visit_stmt(node.then_case)
             else_case = None if node.else_case is None else self.visit_stmt(node.else_case)
-            if not kept:
-                return then_case
-            cond = kept[0]
-            for c in kept[1:]:
-                cond = E.logical("and", cond, c)
-            return ir.IfThenElse(cond, then_case, else_case)
+            return guarded(kept, then_case, else_case)
     return _Drop().visit_stmt(s)
 
 

@@ -4,7 +4,9 @@ Takes a flattened Stmt, gives one where each vectorized loop of constant extent 
 is a straight-line sequence of stores is replaced by that body over vector lanes. A body
 the vector form cannot express (inner loops, branches on a lane-varying condition, a lane-
 varying value stored to one address) stays a serial loop: correct, and LLVM may still
-vectorize it. Imports te.compute.expr, te.dtype, ir, visitor.
+vectorize it. A guard `v + c < k` on the whole body shortens the loop instead (a tail
+tile), and widths that are multiples of 4 but not powers of two become power-of-two
+vectors. Imports te.compute.expr, te.dtype, ir, visitor, loop_partition (conditions).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from ...compute import expr as E
 from ...compute.expr import Binary, Broadcast, Const, Ramp, Var
 from .. import ir
 from ..visitor import Mutator
+from .loop_partition import conjuncts, guarded
 
 
 class _CannotVectorize(Exception):
@@ -138,28 +141,18 @@ def _tighten(s: ir.For, body: ir.Stmt):
     if not (isinstance(body, ir.IfThenElse) and body.else_case is None
             and isinstance(s.min, Const) and isinstance(s.extent, Const)):
         return s, body
+    terms = conjuncts(body.cond)
     end, kept = s.min.value + s.extent.value, []
-    for c in _conjuncts(body.cond):
+    for c in terms:
         limit = _var_limit(c, s.loop_var)
         if limit is None:
             kept.append(c)
         else:
             end = min(end, max(limit, s.min.value))
-    if len(kept) == len(_conjuncts(body.cond)):
+    if len(kept) == len(terms):
         return s, body
-    inner = body.then_case
-    if kept:
-        cond = kept[0]
-        for c in kept[1:]:
-            cond = E.logical("and", cond, c)
-        inner = ir.IfThenElse(cond, inner, None)
-    return dataclasses.replace(s, extent=E.const(end - s.min.value, s.extent.dtype)), inner
-
-
-def _conjuncts(cond: E.Expr) -> list:
-    if isinstance(cond, Binary) and cond.op == "and":
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
+    loop = dataclasses.replace(s, extent=E.const(end - s.min.value, s.extent.dtype))
+    return loop, guarded(kept, body.then_case)
 
 
 def _var_limit(cond: E.Expr, var: Var):
