@@ -174,11 +174,6 @@ def row_sum(rows: int, cols: int):
     return s, [X, S]
 
 
-# max(a, b) as one compare-and-select (x86 maxps); NaN does not propagate through it.
-_select_max = te.comm_reducer(lambda a, b: te.if_then_else(a > b, a, b),
-                              lambda dtype: te.min_value(dtype), name="select_max")
-
-
 def softmax(rows: int, cols: int):
     """Per row: max, exp into a row buffer with its sum, one reciprocal, scale; rows in
     parallel. The row max uses a compare-and-select max (1 instruction instead of 7 for
@@ -189,7 +184,7 @@ def softmax(rows: int, cols: int):
     write 32 iterations ahead (2 KB), so its store misses do not stall one by one."""
     X = te.placeholder((rows, cols), name="X")
     k = te.reduce_axis((0, cols), name="k")
-    mx = te.compute((rows,), lambda i: _select_max(X[i, k], axis=k), name="Y_maxelem")
+    mx = te.compute((rows,), lambda i: nn.select_max(X[i, k], axis=k), name="Y_maxelem")
     ex = te.compute((rows, cols), lambda i, j: te.exp(X[i, j] - mx[i]), name="Y_exp")
     k2 = te.reduce_axis((0, cols), name="k")
     expsum = te.compute((rows,), lambda i: te.sum(ex[i, k2], axis=k2), name="Y_expsum")
@@ -216,7 +211,6 @@ def layernorm(rows: int, cols: int):
     b = te.placeholder((cols,), name="b")
     Y = nn.layer_norm(X, g, b, name="Y")
     s = te.create_schedule(Y.op)
-    ops = {t.op.name: t for t in s.outputs[0].input_tensors} if False else None
     stages = {st.name: st for st in s.stages}
     i, j = s[Y].op.axis
     s[Y].parallel(i)

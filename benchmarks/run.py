@@ -18,7 +18,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # before libgomp loads

@@ -212,16 +212,10 @@ def avg_pool2d(data: Tensor, kernel, stride=1, padding=0, count_include_pad: boo
     return api.compute(shape, fcompute, name=name, tag="elemwise")
 
 
-_SELECT_MAX = []
-
-
-def _select_max():
-    """max(a, b) as `a > b ? a : b` (made once, on first use)."""
-    if not _SELECT_MAX:
-        _SELECT_MAX.append(api.comm_reducer(
-            lambda a, b: api.if_then_else(a > b, a, b),
-            lambda dtype: api.min_value(dtype), name="select_max"))
-    return _SELECT_MAX[0]
+# max(a, b) as `a > b ? a : b`: one compare-and-select (x86 maxps), no NaN propagation
+# of its own; softmax's row max (see there why the result is still numpy's)
+select_max = api.comm_reducer(lambda a, b: api.if_then_else(a > b, a, b),
+                              lambda dtype: api.min_value(dtype), name="select_max")
 
 
 def softmax(x: Tensor, axis: int = -1, name: str = "T_softmax") -> Tensor:
@@ -241,7 +235,7 @@ def softmax(x: Tensor, axis: int = -1, name: str = "T_softmax") -> Tensor:
     # anywhere in a row still reaches every output through exp(NaN - max) in the sum,
     # and an all -inf row gives NaN either way.
     maxelem = reduce_over(x, (axis,), False, f"{name}_maxelem", "comm_reduce",
-                          lambda full, raxes: _select_max()(x(*full), axis=raxes))
+                          lambda full, raxes: select_max(x(*full), axis=raxes))
     ex = api.compute(x.shape, lambda *i: api.exp(x(*i) - maxelem(*drop(i))),
                      name=f"{name}_exp", tag="elemwise")
     expsum = reduce_over(ex, (axis,), False, f"{name}_expsum", "comm_reduce",
