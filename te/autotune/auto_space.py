@@ -30,7 +30,8 @@ from ..compute import expr as E
 from ..compute.tensor import ComputeOp, PlaceholderOp
 from ..schedule.schedule import create_schedule, topo_order
 from .micro_kernel import (_define_micro_kernel, _pack_rewrite, _preferred,
-                           _schedule_reduction, static_extent, vector_lanes)
+                           _schedule_reduction, static_extent, tensor_loads,
+                           vector_lanes)
 from .workload import output_ops
 
 
@@ -157,14 +158,9 @@ def _streamed_input(op):
     if not op.axis or static_extent(op.axis[-1]) * 4 < 1024:
         return None
     j = op.axis[-1].var
-    found = []
-
-    def visit(x):
-        if isinstance(x, E.TensorLoad) and isinstance(x.tensor.op, PlaceholderOp) and \
-                x.indices and x.indices[-1] is j and len(x.indices) == len(op.axis):
-            found.append(x.tensor)
-    E.pre_order(op.body[0], visit)
-    return found[0] if found else None
+    return next((x.tensor for x in tensor_loads(op) if isinstance(x.tensor.op, PlaceholderOp)
+                 and x.indices and x.indices[-1] is j and len(x.indices) == len(op.axis)),
+                None)
 
 
 def _has_select(op) -> bool:

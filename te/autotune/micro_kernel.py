@@ -126,19 +126,27 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
     cfg.define_knob(pfx + ".pack", [True, False] if _pack_candidate(op) else [False])
 
 
+def tensor_loads(op) -> list:
+    """The TensorLoads of `op`'s body, in pre-order."""
+    found: list = []
+    E.pre_order(op.body[0], lambda x: found.append(x) if isinstance(x, E.TensorLoad) else None)
+    return found
+
+
+def _index_vars(load) -> set:
+    return {v for e in load.indices for v in E.free_vars(e)}
+
+
 def _streamed_operand_axes(op) -> set:
     """Spatial axis vars that the loads indexed by the innermost spatial axis depend on
     (the operand the register tile streams as vectors)."""
     j = op.axis[-1].var
     spatial = {iv.var for iv in op.axis}
     out: set = set()
-
-    def visit(x):
-        if isinstance(x, E.TensorLoad):
-            used = {v for e in x.indices for v in E.free_vars(e)}
-            if j in used:
-                out.update(used & spatial)
-    E.pre_order(op.body[0], visit)
+    for load in tensor_loads(op):
+        used = _index_vars(load)
+        if j in used:
+            out.update(used & spatial)
     return out
 
 
@@ -157,11 +165,8 @@ def _pack_candidate(op):
     row = op.axis[-2].var if len(op.axis) >= 2 else None
     rvars = {iv.var for iv in op.reduce_axis}
     loads: dict = {}
-
-    def visit(x):
-        if isinstance(x, E.TensorLoad):
-            loads.setdefault(x.tensor, []).append(x.indices)
-    E.pre_order(op.body[0], visit)
+    for load in tensor_loads(op):
+        loads.setdefault(load.tensor, []).append(load.indices)
     for t, patterns in loads.items():
         first = patterns[0]
         if any(not all(E.structural_equal(a, b) for a, b in zip(first, other))
