@@ -66,3 +66,31 @@ def test_parallel_kernel_with_fewer_items_than_threads(parallel_module, restore_
     out, owner, team = np.full(2, -1, np.int32), np.full(2, -1, np.int32), np.zeros(1, np.int32)
     parallel_module(out, owner, team)
     np.testing.assert_array_equal(out, [0, 1])
+
+
+@pytest.mark.parametrize("environ, expected", [
+    ({}, {"GOMP_SPINCOUNT": str(threadpool.IDLE_SPIN_COUNT)}),
+    ({"OMP_WAIT_POLICY": "passive"}, {"GOMP_SPINCOUNT": str(threadpool.IDLE_SPIN_COUNT)}),
+    ({"OMP_WAIT_POLICY": " Active "}, {}),          # the user asked for spinning pools
+    ({"GOMP_SPINCOUNT": "0"}, {}),                  # the user's spin count wins
+    ({"GOMP_SPINCOUNT": "infinite", "OMP_WAIT_POLICY": "passive"}, {}),
+])
+def test_spin_env_respects_the_users_choice(environ, expected):
+    assert threadpool.spin_env(environ) == expected
+
+
+@needs_libgomp
+@pytest.mark.parametrize("preset", [None, "250"])
+def test_loading_the_pool_leaves_the_environment_as_it_was(preset):
+    # A fresh process: libgomp reads GOMP_SPINCOUNT once, when it loads; children must still
+    # see the user's environment (no GOMP_SPINCOUNT appears, a preset one is kept).
+    env = {key: value for key, value in os.environ.items() if key != "GOMP_SPINCOUNT"}
+    if preset is not None:
+        env["GOMP_SPINCOUNT"] = preset
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    code = ("import os, runtime; from runtime import threadpool; "
+            "assert threadpool.parallel_available(); print(os.environ.get('GOMP_SPINCOUNT'))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(preset)
