@@ -166,13 +166,39 @@ def time_calls(fn, number: int, repeat: int) -> list:
     return out
 
 
+def blas_core() -> str:
+    """The kernel family numpy's OpenBLAS picked at load ("OpenBLAS SkylakeX"), read from the
+    library numpy ships; "unknown" when numpy links another BLAS or the symbol is absent."""
+    import ctypes
+    import glob
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
+                                  "*openblas*"))
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
+                     "openblas_get_corename64_", "openblas_get_corename"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                return "OpenBLAS " + fn().decode()
+    return "unknown"
+
+
 def worker() -> None:
     """Serve requests {"kind", "case", "params", "number", "repeat"} -> {"times"} or
-    {"na": reason}; the thread count comes from the environment (OMP/OPENBLAS_NUM_THREADS)."""
+    {"na": reason}, and {"kind": "info"} -> {"blas": blas_core()}; the thread count comes
+    from the environment (OMP/OPENBLAS_NUM_THREADS)."""
     threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
     cache: dict = {}
     for line in sys.stdin:
         req = json.loads(line)
+        if req["kind"] == "info":
+            sys.stdout.write(json.dumps({"blas": blas_core()}) + "\n")
+            sys.stdout.flush()
+            continue
         key = (req["kind"], req["case"], json.dumps(req["params"], sort_keys=True))
         try:
             if key not in cache:

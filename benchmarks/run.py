@@ -48,6 +48,11 @@ class RefWorker:
     def __init__(self, threads: int):
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
                    MKL_NUM_THREADS=str(threads), OMP_WAIT_POLICY="passive")
+        # Some hosts pin OpenBLAS to an older kernel family (OPENBLAS_CORETYPE=Haswell, with a
+        # matching OPENBLAS_L2_SIZE) as a workaround for old builds; a current numpy is then
+        # up to 2x slower on AVX-512. The reference is numpy at its best on this CPU.
+        for pinned in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+            env.pop(pinned, None)
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "refs.py")], env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
@@ -58,6 +63,12 @@ class RefWorker:
         self.proc.stdin.flush()
         reply = json.loads(self.proc.stdout.readline())
         return reply["times"] if "times" in reply else reply["na"]
+
+    def blas(self) -> str:
+        """The BLAS kernel family numpy uses in this worker ("OpenBLAS SkylakeX")."""
+        self.proc.stdin.write(json.dumps(dict(kind="info")) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())["blas"]
 
     def close(self):
         self.proc.stdin.close()
@@ -276,10 +287,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rounds = args.rounds or (3 if args.quick else 7)
     groups = args.only.split(",")
-    info = machine_info()
+    workers = {t: RefWorker(t) for t in _thread_counts()}
+    info = f"{machine_info()}; numpy BLAS {workers[1].blas()}"
     print(info)
     print("  ".join(HEADER))
-    workers = {t: RefWorker(t) for t in _thread_counts()}
     rows, over = [], []
     try:
         if "overheads" in groups:
