@@ -114,3 +114,27 @@ def test_prefetched_softmax_matches_numpy(rows, cols):
         y2 = np.full_like(x, -1.0)
         run_func(te.lower(s, args), [x, y2])
         np.testing.assert_allclose(y2, want, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("rows, cols, prefetches", [(37, 101, True), (3, 16, False),
+                                                    (5, 4096, True)])
+def test_prefetched_layernorm_matches_numpy(rows, cols, prefetches):
+    # The mean pass prefetches the next row of X, the output pass Y 32 vectors ahead; the
+    # guards keep both inside the tensors (a 3x16 tensor is smaller than either distance,
+    # so both fold away).
+    s, args = kernels.layernorm(rows, cols)
+    text = str(te.lower(s, args))
+    assert ("prefetch(&X" in text) == prefetches
+    assert ("prefetch_write(&Y" in text) == prefetches
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((rows, cols)) * 3 + 1).astype(np.float32)
+    g, b = rng.random(cols, dtype=np.float32), rng.standard_normal(cols, dtype=np.float32)
+    mean = x.mean(axis=1, keepdims=True)
+    want = (x - mean) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5) * g + b
+    y = np.full_like(x, np.nan)
+    te.build(s, args)(x, g, b, y)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+    if rows * cols < 4000:
+        y2 = np.full_like(x, np.nan)
+        run_func(te.lower(s, args), [x, g, b, y2])   # every prefetched index checked
+        np.testing.assert_allclose(y2, want, rtol=1e-4, atol=1e-4)
