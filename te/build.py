@@ -73,6 +73,21 @@ def parse_target(target: str) -> dict:
     return out
 
 
+def target_features(target: str = "llvm") -> frozenset:
+    """The CPU features (LLVM names) code built for `target` may use: the host's, changed by
+    -mattr. With -mcpu only what -mattr turns on is known, so codegen stays generic."""
+    opts = parse_target(target)
+    host = {} if opts.get("mcpu") else llvm.get_host_cpu_features()
+    features = {name for name, on in host.items() if on}
+    for feature in (opts.get("mattr") or "").split(","):
+        feature = feature.strip()
+        if feature[:1] == "+":
+            features.add(feature[1:])
+        elif feature[:1] == "-":
+            features.discard(feature[1:])
+    return frozenset(features)
+
+
 def _missing_host_features(mattr: str | None) -> str | None:
     """'+f1,+f2' of the requested features this host lacks, or None; unknown names raise."""
     if not mattr:
@@ -180,7 +195,7 @@ def build(sch, args=None, target: str = "llvm", name: str = "main") -> runtime.M
                          f"{type(sch).__name__}")
     _check_no_thread_binding(func.body)
     signature_of(func)  # argument errors before code generation
-    gen = ModuleGen(func, runtime.parallel_available())
+    gen = ModuleGen(func, runtime.parallel_available(), target_features(target))
     ll = str(gen.module)
     signature = signature_of(func, tuple(gen.heap_buffers))
     try:

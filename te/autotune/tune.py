@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import runtime
 
-from ..build import build, signature_of
+from ..build import build, signature_of, target_features
 from ..compute import expr as E
 from ..compute.tensor import ComputeOp, PlaceholderOp
 from ..errors import ArgumentError, ScheduleError, TEError
@@ -189,7 +189,8 @@ def _compile_job(task, cfg, parallel: bool):
         return None, R.MeasureResult(error=R.INSTANTIATION_ERROR, msg=str(err))
     try:
         func = lower(s, args, name="main")
-        ll = codegen_llvm(func, parallel=parallel)
+        # Workers compile for this host (api.py), with the host's features, as te.build does.
+        ll = codegen_llvm(func, parallel=parallel, features=target_features("llvm"))
         sig = signature_of(func).to_json()
     except Exception as err:  # noqa: BLE001 - a lowering bug fails one trial, not the run
         return None, R.MeasureResult(error=R.LOWER_ERROR, msg=f"{type(err).__name__}: {err}")

@@ -69,17 +69,21 @@ def elem_bytes(dtype: str) -> int:
     return 1 if dt.is_bool(dtype) else dt.bits(dtype) // 8
 
 
-def codegen_llvm(func: tir.PrimFunc, parallel: bool = True) -> str:
-    """LLVM IR text of `func`; parallel=False runs parallel loops serially (no libgomp)."""
-    return str(ModuleGen(func, parallel).module)
+def codegen_llvm(func: tir.PrimFunc, parallel: bool = True,
+                 features: frozenset = frozenset()) -> str:
+    """LLVM IR text of `func`; parallel=False runs parallel loops serially (no libgomp).
+    `features`: the CPU features the code will run with (LLVM names, such as "avx512f");
+    the IR may use instructions of those, and is portable LLVM without them."""
+    return str(ModuleGen(func, parallel, features).module)
 
 
 class ModuleGen:
     """One llvmlite module: the entry function, outlined parallel bodies, declarations."""
 
-    def __init__(self, func: tir.PrimFunc, parallel: bool):
+    def __init__(self, func: tir.PrimFunc, parallel: bool, features: frozenset = frozenset()):
         self.func = func
         self.parallel = parallel
+        self.features = frozenset(features)
         self.module = ir.Module(name=func.name)
         self.module.triple = llvm.get_process_triple()
         self.n_outlined = 0
