@@ -163,6 +163,16 @@ def _streamed_input(op):
                 None)
 
 
+def _streamed_reduction_input(op):
+    """The input placeholder that reduction `op` reads along its one reduction axis as the
+    last index (X in layernorm's sum(X[i, k] / n)), with rows of >= 1 KiB; else None."""
+    if len(op.reduce_axis) != 1 or static_extent(op.reduce_axis[0]) * 4 < 1024:
+        return None
+    k = op.reduce_axis[0].var
+    return next((x.tensor for x in tensor_loads(op) if isinstance(x.tensor.op, PlaceholderOp)
+                 and x.indices and x.indices[-1] is k), None)
+
+
 def _has_select(op) -> bool:
     found = []
     E.pre_order(op.body[0], lambda x: found.append(x) if isinstance(x, E.Select) else None)
@@ -233,6 +243,9 @@ def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict) -> bool:
     # partial results: one vector of them, four (independent add chains), or none
     wide = [4 * lanes] if can and rext[0] >= 8 * lanes else []
     cfg.define_knob(pfx + ".lanes", [lanes] + wide + [1] if can else [1])
+    streamed = _streamed_reduction_input(op) if can else None
+    # the pass that reads a row from memory (layernorm's mean) may fetch the next row
+    cfg.define_knob(pfx + ".prefetch", [False, True] if streamed is not None else [False])
     st = s[op]
     loop = main_loop.get(reader) if reader is not None else None
     at_reader = cfg[name].val == "reader" and loop is not None
@@ -247,6 +260,9 @@ def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict) -> bool:
     if at_reader:
         if rf is not None:
             s[rf].compute_at(s[reader], loop)
+            if cfg[pfx + ".prefetch"].val:
+                step = cfg[pfx + ".lanes"].val
+                s[rf].prefetch(streamed, s[rf].op.reduce_axis[0], -(-rext[0] // step))
         st.compute_at(s[reader], loop)
         return True
     spatial = list(op.axis)

@@ -160,6 +160,22 @@ def test_row_kernels_offer_prefetch_and_wide_partial_sums():
     assert list(short.knobs["T_softmax_exp.prefetch"].options) == [False]
 
 
+def test_row_reductions_offer_a_prefetch_of_the_next_row():
+    # layernorm's mean pass reads the row from memory: it may fetch the next row meanwhile
+    out = LONG_ROWS["layer_norm_long"]
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    assert list(space.knobs["T_layer_norm_mean.prefetch"].options) == [False, True]
+    s, args = auto_schedule(space.default(), out)
+    assert "prefetch(&L[" not in str(te.lower(s, args))
+    values = dict(space.default().values, **{"T_layer_norm_mean.prefetch": True})
+    s, args = auto_schedule(space.from_json_dict({"knobs": values}), out)
+    assert "prefetch(&L[" in str(te.lower(s, args))
+    short = ConfigSpace()
+    auto_schedule(short, GRAPHS["softmax"])          # 20-wide rows: nothing to prefetch
+    assert list(short.knobs["T_softmax_maxelem.prefetch"].options) == [False]
+
+
 @pytest.mark.parametrize("name", ["batch_matmul", "matmul_bt", "softmax_long",
                                   "layer_norm_long"])
 def test_every_knob_option_is_correct(name):
