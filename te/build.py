@@ -6,6 +6,7 @@ arguments before any native code runs. Imports te.lower and runtime.
 """
 from __future__ import annotations
 
+import functools
 import shlex
 
 import llvmlite.binding as llvm
@@ -73,6 +74,7 @@ def parse_target(target: str) -> dict:
     return out
 
 
+@functools.lru_cache(maxsize=64)   # the tuner asks once per candidate
 def target_features(target: str = "llvm") -> frozenset:
     """The CPU features (LLVM names) code built for `target` may use: the host's, changed by
     -mattr. With -mcpu only what -mattr turns on is known, so codegen stays generic."""

@@ -60,13 +60,14 @@ def emit_call(gen, e: E.Call) -> ir.Value:
 
 def vector_exp_f32(gen, x, dtype: str) -> ir.Value:
     """exp of a float32 vector without libm (LLVM scalarizes llvm.exp.v*f32 into expf
-    calls), in 21 vector operations and no selects (13 with AVX-512, see scalef): x is clamped to [-104, 88.8] (NaN
-    stays NaN), k = floor(x / ln 2), r = x - (k + 1/2) ln 2 in [-ln 2 / 2, ln 2 / 2)
-    (two-part ln 2), exp(x) = 2^k * sqrt(2) exp(r) with sqrt(2) exp(r) by a degree-5
-    minimax polynomial (~2 ulp). 2^k is applied as two normal factors 2^(k>>1) and
-    2^(k - (k>>1)), so k in [-151, 128] needs no special case: results below the normal
-    range round once into the denormals as libm's expf does (the scalar path: every
-    schedule gives the same answer), exp(x < -103.97) is 0 and exp(x > 88.72) is inf."""
+    calls), in 21 vector operations and no selects (13 with AVX-512, see scalef): x is
+    clamped to [-104, 88.8] (NaN stays NaN), k = floor(x / ln 2),
+    r = x - (k + 1/2) ln 2 in [-ln 2 / 2, ln 2 / 2) (two-part ln 2),
+    exp(x) = 2^k * sqrt(2) exp(r) with sqrt(2) exp(r) by a degree-5 minimax polynomial
+    (~2 ulp). 2^k is applied as two normal factors 2^(k>>1) and 2^(k - (k>>1)), so k in
+    [-151, 128] needs no special case: results below the normal range round once into the
+    denormals as libm's expf does (the scalar path: every schedule gives the same answer),
+    exp(x < -103.97) is 0 and exp(x > 88.72) is inf."""
     b, n = gen.b, dt.lanes(dtype)
     f = gen.float_const
     i32v = ir.VectorType(I32, n)
