@@ -6,7 +6,7 @@ and, when run as `python benchmarks/refs.py`, a worker that times references on 
 (one JSON line in, one JSON line out). The worker runs in its own process with the thread
 count fixed in its environment, so OpenBLAS/onnxruntime threads never compete with te's.
 onnx and onnxruntime are optional (setup.cfg [onnx]): imported lazily, "n/a" when absent.
-Imports numpy (and onnx, onnxruntime lazily).
+Imports numpy (and onnx, onnxruntime, te's numpy_blas lazily).
 """
 from __future__ import annotations
 
@@ -166,37 +166,17 @@ def time_calls(fn, number: int, repeat: int) -> list:
     return out
 
 
-def blas_core() -> str:
-    """The kernel family numpy's OpenBLAS picked at load ("OpenBLAS SkylakeX"), read from the
-    library numpy ships; "unknown" when numpy links another BLAS or the symbol is absent."""
-    import ctypes
-    import glob
-    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
-                                  "*openblas*"))
-    for path in libs:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
-                     "openblas_get_corename64_", "openblas_get_corename"):
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn.restype = ctypes.c_char_p
-                return "OpenBLAS " + fn().decode()
-    return "unknown"
-
-
 def worker() -> None:
     """Serve requests {"kind", "case", "params", "number", "repeat"} -> {"times"} or
-    {"na": reason}, and {"kind": "info"} -> {"blas": blas_core()}; the thread count comes
-    from the environment (OMP/OPENBLAS_NUM_THREADS)."""
+    {"na": reason}, and {"kind": "info"} -> {"blas": the BLAS numpy uses}; the thread
+    count comes from the environment (OMP/OPENBLAS_NUM_THREADS)."""
     threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
     cache: dict = {}
     for line in sys.stdin:
         req = json.loads(line)
         if req["kind"] == "info":
-            sys.stdout.write(json.dumps({"blas": blas_core()}) + "\n")
+            from te.autotune.cli import numpy_blas
+            sys.stdout.write(json.dumps({"blas": numpy_blas()}) + "\n")
             sys.stdout.flush()
             continue
         key = (req["kind"], req["case"], json.dumps(req["params"], sort_keys=True))

@@ -10,6 +10,12 @@ from __future__ import annotations
 import time
 
 
+# OpenBLAS's threads spin for 50-150 ms after a call (its THREAD_TIMEOUT) before they
+# sleep; te's kernel timed in that window shares the cores with them: a 2-thread 1024^3
+# matmul ran at 220 GFLOP/s right after numpy and 440 after a 0.15 s pause (Zen 5).
+BLAS_SETTLE_S = 0.2
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("tune", help="tune a built-in operator and compare it with numpy")
     p.add_argument("op", help="matmul, batch_matmul, conv2d, softmax or layernorm")
@@ -22,6 +28,30 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-ir", action="store_true", help="do not print the lowered IR")
+
+
+def numpy_blas() -> str:
+    """The kernel family numpy's bundled OpenBLAS chose at load ("OpenBLAS SkylakeX"; the
+    environment can pin an older one with OPENBLAS_CORETYPE), or "unknown"."""
+    import ctypes
+    import glob
+    import os
+
+    import numpy as np
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
+                                  "*openblas*"))
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
+                     "openblas_get_corename64_", "openblas_get_corename"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                return "OpenBLAS " + fn().decode()
+    return "unknown"
 
 
 def run(args) -> int:
@@ -49,8 +79,7 @@ def run(args) -> int:
     mod(*inputs, *outs)
     want = ref_fn(*inputs)
     np.testing.assert_allclose(outs[0], want, rtol=1e-3, atol=1e-3)
-    # Alternate the two sides (the machine is shared; a pool that just ran slows the
-    # other library's first calls), each round at least 20 ms of calls.
+    # Alternate the two sides (the machine is shared), each round at least 20 ms of calls.
     timer = mod.time_evaluator(number=3, repeat=1, min_repeat_ms=20)
     ours_t, ref_t = [], []
     for _ in range(7):
@@ -60,6 +89,7 @@ def run(args) -> int:
             ref_fn(*inputs)
             calls += 1
         ref_t.append((time.perf_counter() - t) / calls)
+        time.sleep(BLAS_SETTLE_S)
     ours, ref = float(np.median(ours_t)), float(np.median(ref_t))
     rows = [("kernel", "te ms", "numpy ms", "te GFLOP/s", "numpy GFLOP/s", "te/numpy"),
             (args.op, f"{ours * 1e3:.3f}", f"{ref * 1e3:.3f}", f"{flops / ours / 1e9:.1f}",
@@ -67,5 +97,6 @@ def run(args) -> int:
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
-    print("the tuned kernel matches numpy")
+    print(f"the tuned kernel matches numpy (numpy timed in this process, BLAS: "
+          f"{numpy_blas()})")
     return 0
