@@ -162,6 +162,9 @@ def _lanes_inside(s, RF):
 
 
 def row_sum(rows: int, cols: int):
+    """LANES vector partial sums per row, rows in parallel; each vector step also
+    prefetches the same line of the next row, which doubles the misses in flight (Zen 5,
+    4096^2: 1.44 -> 1.20 ms at 1 thread, 0.90-0.97 -> 0.83-0.85 ms at 2)."""
     X = te.placeholder((rows, cols), name="X")
     k = te.reduce_axis((0, cols), name="k")
     S = te.compute((rows,), lambda i: te.sum(X[i, k], axis=k), name="S")
@@ -170,6 +173,7 @@ def row_sum(rows: int, cols: int):
     RF = s.rfactor(S, ji, factor_axis=1)
     s[RF].compute_at(s[S], S.op.axis[0])
     _lanes_inside(s, RF)
+    s[RF].prefetch(X, RF.op.reduce_axis[0], -(-cols // LANES))
     s[S].parallel(S.op.axis[0])
     return s, [X, S]
 

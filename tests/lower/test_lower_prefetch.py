@@ -138,3 +138,16 @@ def test_prefetched_layernorm_matches_numpy(rows, cols, prefetches):
         y2 = np.full_like(x, np.nan)
         run_func(te.lower(s, args), [x, g, b, y2])   # every prefetched index checked
         np.testing.assert_allclose(y2, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("rows, cols", [(37, 101), (3, 16), (6, 4096)])
+def test_prefetched_row_sum_matches_numpy(rows, cols):
+    s, args = kernels.row_sum(rows, cols)
+    x = np.random.default_rng(4).standard_normal((rows, cols), dtype=np.float32)
+    got = np.full(rows, np.nan, np.float32)
+    te.build(s, args)(x, got)
+    np.testing.assert_allclose(got, x.sum(axis=1), rtol=1e-4, atol=1e-4)
+    if rows * cols < 4000:
+        got2 = np.full(rows, np.nan, np.float32)
+        run_func(te.lower(s, args), [x, got2])   # every prefetched index checked
+        np.testing.assert_allclose(got2, x.sum(axis=1), rtol=1e-4, atol=1e-4)
