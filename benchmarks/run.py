@@ -53,6 +53,8 @@ class RefWorker:
         # up to 2x slower on AVX-512. The reference is numpy at its best on this CPU.
         for pinned in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
             env.pop(pinned, None)
+        # te (for numpy_blas) importable from a checkout that is not installed, as here
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "refs.py")], env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
@@ -288,11 +290,11 @@ def main(argv=None) -> int:
     rounds = args.rounds or (3 if args.quick else 7)
     groups = args.only.split(",")
     workers = {t: RefWorker(t) for t in _thread_counts()}
-    info = f"{machine_info()}; numpy BLAS {workers[1].blas()}"
-    print(info)
-    print("  ".join(HEADER))
     rows, over = [], []
     try:
+        info = f"{machine_info()}; numpy BLAS {workers[1].blas()}"
+        print(info)
+        print("  ".join(HEADER))
         if "overheads" in groups:
             over = overheads.measure_all()
             for line in overheads.format_lines(over):

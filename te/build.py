@@ -81,13 +81,24 @@ def target_features(target: str = "llvm") -> frozenset:
     opts = parse_target(target)
     host = {} if opts.get("mcpu") else llvm.get_host_cpu_features()
     features = {name for name, on in host.items() if on}
+    removed = set()
     for feature in (opts.get("mattr") or "").split(","):
         feature = feature.strip()
         if feature[:1] == "+":
             features.add(feature[1:])
         elif feature[:1] == "-":
             features.discard(feature[1:])
+            removed.add(feature[1:])
+    # LLVM turns off what depends on a removed feature: AVX-512 needs AVX2, FMA and F16C
+    # (and through them AVX and SSE), and every AVX-512 extension needs AVX-512F. Keeping
+    # them here would let codegen emit an AVX-512 intrinsic the target cannot select.
+    if removed & AVX512_PREREQUISITES or "avx512f" not in features:
+        features = {f for f in features if not f.startswith("avx512")}
     return frozenset(features)
+
+
+AVX512_PREREQUISITES = {"avx2", "fma", "f16c", "avx", "sse4.2", "sse4.1", "ssse3", "sse3",
+                        "sse2", "sse"}
 
 
 def _missing_host_features(mattr: str | None) -> str | None:

@@ -98,3 +98,17 @@ def test_target_features_follow_mattr_and_mcpu():
     # an explicit CPU: only what -mattr names is known
     assert target_features("llvm -mcpu=haswell") == frozenset()
     assert target_features("llvm -mcpu=haswell -mattr=+avx2") == {"avx2"}
+
+
+@needs_avx512
+@pytest.mark.parametrize("mattr", ["-avx2", "-fma", "-f16c", "-avx512f", "-sse4.1"])
+def test_removing_an_avx512_prerequisite_keeps_the_generic_exp(mattr):
+    # LLVM turns AVX-512 off with its prerequisites; an AVX-512 intrinsic emitted anyway
+    # aborted the process ("Do not know how to split the result of this operator").
+    assert not any(f.startswith("avx512") for f in target_features(f"llvm -mattr={mattr}"))
+    x = np.linspace(-100, 80, 160).astype(np.float32)
+    mod = _build_exp(x.size, 16, f"llvm -mattr={mattr}")
+    assert "vscalefps" not in mod.get_source("asm")
+    y = np.empty_like(x)
+    mod(x, y)
+    np.testing.assert_allclose(y, np.exp(x), rtol=1e-6, atol=2.0 ** -140)
