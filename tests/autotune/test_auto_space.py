@@ -152,7 +152,8 @@ def test_row_kernels_offer_prefetch_and_wide_partial_sums():
     space = ConfigSpace()
     auto_schedule(space, LONG_ROWS["softmax_long"])
     assert list(space.knobs["T_softmax_exp.prefetch"].options) == [True, False]
-    assert list(space.knobs["T_softmax_norm.prefetch_out"].options) == [False, True]
+    # written after the row's reductions: the write prefetch is the default
+    assert list(space.knobs["T_softmax_norm.prefetch_out"].options) == [True, False]
     s, args = auto_schedule(space.default(), LONG_ROWS["softmax_long"])
     assert "prefetch(&X[" in str(te.lower(s, args))
     short = ConfigSpace()
@@ -160,20 +161,35 @@ def test_row_kernels_offer_prefetch_and_wide_partial_sums():
     assert list(short.knobs["T_softmax_exp.prefetch"].options) == [False]
 
 
+def test_a_plain_streaming_output_does_not_write_prefetch_by_default():
+    X = te.placeholder((3, 300), name="X")
+    Y = te.compute((3, 300), lambda i, j: te.max(X[i, j] * 2.0 + 1.0, 0.0), name="Y")
+    space = ConfigSpace()
+    auto_schedule(space, Y)
+    assert list(space.knobs["Y.prefetch_out"].options) == [False, True]
+
+
 def test_row_reductions_offer_a_prefetch_of_the_next_row():
     # layernorm's mean pass reads the row from memory: it may fetch the next row meanwhile
     out = LONG_ROWS["layer_norm_long"]
     space = ConfigSpace()
     auto_schedule(space, out)
-    assert list(space.knobs["T_layer_norm_mean.prefetch"].options) == [False, True]
+    assert list(space.knobs["T_layer_norm_mean.prefetch"].options) == [True, False]
+    vl = vector_lanes()
+    assert list(space.knobs["T_layer_norm_mean.lanes"].options) == [4 * vl, vl, 1]
     s, args = auto_schedule(space.default(), out)
-    assert "prefetch(&L[" not in str(te.lower(s, args))
-    values = dict(space.default().values, **{"T_layer_norm_mean.prefetch": True})
-    s, args = auto_schedule(space.from_json_dict({"knobs": values}), out)
     assert "prefetch(&L[" in str(te.lower(s, args))
+    values = dict(space.default().values, **{"T_layer_norm_mean.prefetch": False,
+                                             "T_layer_norm_var.prefetch": False})
+    s, args = auto_schedule(space.from_json_dict({"knobs": values}), out)
+    assert "prefetch(&L[" not in str(te.lower(s, args))
     short = ConfigSpace()
     auto_schedule(short, GRAPHS["softmax"])          # 20-wide rows: nothing to prefetch
     assert list(short.knobs["T_softmax_maxelem.prefetch"].options) == [False]
+    # softmax's exp stage prefetches X by default, so its max pass does not
+    soft = ConfigSpace()
+    auto_schedule(soft, LONG_ROWS["softmax_long"])
+    assert list(soft.knobs["T_softmax_maxelem.prefetch"].options) == [False, True]
 
 
 @pytest.mark.parametrize("name", ["batch_matmul", "matmul_bt", "softmax_long",
