@@ -109,12 +109,15 @@ class apply_history_best:
             raise ArgumentError(f"apply_history_best: log '{log}' {what}")
         self.log, self.target = log, target
         version = package_version()
-        self.ranked: dict = {}   # workload -> successful Records, fastest first
+        measured: dict = {}
         for rec in R.load_records(log)[0]:
-            if rec.result.ok and rec.target == target and rec.version == version:
-                self.ranked.setdefault(rec.workload, []).append(rec)
-        for recs in self.ranked.values():
-            recs.sort(key=lambda r: r.result.median)
+            if rec.target == target and rec.version == version:
+                measured.setdefault(rec.workload, []).append((rec.config, rec.result, rec))
+        # workload -> one successful Record per config, best config first (by the mean of
+        # the config's measurements: R.rank_by_config)
+        self.ranked: dict = {k: [rec for _, rec in R.rank_by_config(v)]
+                             for k, v in measured.items()}
+        self.ranked = {k: v for k, v in self.ranked.items() if v}
         self.best = {k: v[0] for k, v in self.ranked.items()}
 
     def lookup(self, key: str, space: ConfigSpace | None = None):

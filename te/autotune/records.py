@@ -148,17 +148,39 @@ def load_records(path: str) -> tuple:
     return records, skipped
 
 
+def config_key(config: dict) -> str:
+    """One string per config (its knob values), for grouping repeated measurements."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"))
+
+
+def rank_by_config(measured: list) -> list:
+    """[(mean cost, fastest item)] per config, fastest config first, over `measured`:
+    (config dict, MeasureResult, item) triples, failed ones ignored. A config measured
+    several times (the tuner re-measures its leaders) is ranked by the mean of its
+    measurements, so one lucky measurement does not decide the winner."""
+    groups: dict = {}
+    for config, result, item in measured:
+        if result.ok:
+            groups.setdefault(config_key(config), []).append((result.median, item))
+    ranked = [(sum(c for c, _ in g) / len(g), min(g, key=lambda x: x[0])[1])
+              for g in groups.values()]
+    ranked.sort(key=lambda x: x[0])
+    return ranked
+
+
 def best_records(path: str, target: str | None = None, version: str | None = None) -> dict:
-    """{workload: fastest successful Record} over a log, optionally for one target/version."""
-    best: dict = {}
+    """{workload: the fastest Record of the best config} over a log, optionally for one
+    target/version; configs are ranked by the mean of their measurements (rank_by_config)."""
+    per_workload: dict = {}
     for rec in load_records(path)[0]:
-        if not rec.result.ok:
-            continue
         if target is not None and rec.target != target:
             continue
         if version is not None and rec.version != version:
             continue
-        cur = best.get(rec.workload)
-        if cur is None or rec.result.median < cur.result.median:
-            best[rec.workload] = rec
+        per_workload.setdefault(rec.workload, []).append((rec.config, rec.result, rec))
+    best = {}
+    for workload, measured in per_workload.items():
+        ranked = rank_by_config(measured)
+        if ranked:
+            best[workload] = ranked[0][1]
     return best

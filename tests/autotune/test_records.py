@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from te.autotune import records as R
 
 
@@ -108,3 +110,24 @@ def test_records_of_an_older_space_are_skipped_by_apply_history_best(tmp_path):
     s, args = te.autotune.load_best(log, C)
     want, _ = auto_schedule(space.from_json_dict(good), C)
     assert s.to_json() == want.to_json()
+
+
+def _result(ms):
+    return R.MeasureResult([ms * 1e-3] * 3)
+
+
+def test_a_config_is_ranked_by_the_mean_of_its_measurements(tmp_path):
+    # "lucky" won its first measurement (1.0 ms) but measured 1.6 ms when confirmed: its
+    # cost is 1.3 ms, above "steady" (1.1 and 1.2 ms); a failed re-measure does not count
+    lucky, steady, once = {"knobs": {"k": 1}}, {"knobs": {"k": 2}}, {"knobs": {"k": 3}}
+    measured = [(lucky, _result(1.0), "l1"), (steady, _result(1.1), "s1"),
+                (once, _result(1.25), "o1"), (lucky, _result(1.6), "l2"),
+                (steady, _result(1.2), "s2"), (once, R.MeasureResult([], R.TIMEOUT), "o2")]
+    ranked = R.rank_by_config(measured)
+    assert [item for _, item in ranked] == ["s1", "o1", "l1"]
+    assert [round(cost * 1e3, 6) for cost, _ in ranked] == [1.15, 1.25, 1.3]
+    log = str(tmp_path / "t.jsonl")
+    for config, result, _ in measured:
+        R.append_record(log, R.Record("w", "llvm", "v", config, result))
+    best = R.best_records(log)["w"]
+    assert best.config == steady and best.result.median == pytest.approx(1.1e-3)
