@@ -127,6 +127,30 @@ def measure(worker: RefWorker, mod, xs: list, case: str, params: dict, threads: 
     return te_med, _spread(te_times), ratios, ref_s
 
 
+def compare(named: list, case: str, params: dict, work: float, kind: str,
+            rounds: int) -> None:
+    """Print te kernels, [(name, module, call arguments)], against the reference `kind`
+    ("numpy" or "onnxruntime") at each thread count, timed as the suite times its rows
+    (the tuning benchmarks use it for tuned vs hand-written kernels)."""
+    workers = {t: RefWorker(t) for t in _thread_counts()}
+    try:
+        if kind == "numpy":
+            print(f"numpy BLAS: {workers[1].blas()}")
+        print(f"{'kernel':<8} {'thr':>3} {'te ms':>8} {'GFLOP/s':>8} {kind[:5] + ' ms':>9} "
+              f"{'ratio':>7}")
+        for threads in _thread_counts():
+            for name, mod, call in named:
+                t, spread, ratios, ref_s = measure(workers[threads], mod, call, case, params,
+                                                   threads, rounds, kinds=(kind,))
+                ref_ms = f"{ref_s[kind] * 1e3:9.3f}" if kind in ref_s else "      n/a"
+                ratio = f"{ratios[kind]:6.2f}x" if kind in ratios else "    n/a"
+                print(f"{name:<8} {threads:>3} {t * 1e3:8.3f} {work / t / 1e9:8.1f} {ref_ms} "
+                      f"{ratio}   (spread {spread:.0%})", flush=True)
+    finally:
+        for w in workers.values():
+            w.close()
+
+
 def _views(arrays: list, tensors: list) -> list:
     """The arrays reshaped to the kernel's argument shapes; only no-copy views are allowed
     (a kernel may take NCHW data as (C, H*W), never a copied layout)."""

@@ -20,7 +20,7 @@ import numpy as np
 import run  # benchmarks/run.py: sets sys.path and OMP_WAIT_POLICY before te loads
 import te
 from te.autotune import workloads
-from run import RefWorker, _build_checked, _thread_counts, _views, measure
+from run import _build_checked, _views, compare
 import kernels
 import refs
 
@@ -59,22 +59,8 @@ def main() -> None:
         np.testing.assert_allclose(y, want()[0], rtol=1e-3, atol=1e-3)
     hand, hand_call = _build_checked(kernels.conv2d, (c, c, hw, hw, 3, 1), "conv2d", params,
                                      (1, c, hw, hw))
-    workers = {t: RefWorker(t) for t in _thread_counts()}
-    try:
-        print(f"{'kernel':<8} {'thr':>3} {'te ms':>8} {'GFLOP/s':>8} {'ort ms':>8} "
-              f"{'ratio to ort':>12}")
-        for threads in _thread_counts():
-            for name, mod, call in (("tuned", tuned, tuned_call), ("hand", hand, hand_call)):
-                t, spread, ratios, ref_s = measure(workers[threads], mod, call, "conv2d",
-                                                   params, threads, a.rounds,
-                                                   kinds=("onnxruntime",))
-                ort_ms = f"{ref_s['onnxruntime'] * 1e3:8.3f}" if ref_s else "     n/a"
-                ratio = f"{ratios['onnxruntime']:11.2f}x" if ratios else "         n/a"
-                print(f"{name:<8} {threads:>3} {t * 1e3:8.3f} {flops / t / 1e9:8.1f} "
-                      f"{ort_ms} {ratio}   (spread {spread:.0%})", flush=True)
-    finally:
-        for w in workers.values():
-            w.close()
+    compare([("tuned", tuned, tuned_call), ("hand", hand, hand_call)], "conv2d", params,
+            flops, "onnxruntime", a.rounds)
 
 
 if __name__ == "__main__":

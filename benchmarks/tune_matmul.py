@@ -18,7 +18,7 @@ import time
 import run  # benchmarks/run.py: sets sys.path and OMP_WAIT_POLICY before te loads
 import te
 from te.compute import ops
-from run import RefWorker, _build_checked, _thread_counts, measure
+from run import _build_checked, compare
 import gemm_chain
 
 
@@ -51,22 +51,8 @@ def main() -> None:
                                        params, (n, n))
     hand, hand_call = _build_checked(gemm_chain.best_matmul, (n, n, n), "matmul", params,
                                      (n, n))
-    workers = {t: RefWorker(t) for t in _thread_counts()}
-    try:
-        print(f"numpy BLAS: {workers[1].blas()}")
-        print(f"{'kernel':<8} {'thr':>3} {'te ms':>8} {'GFLOP/s':>8} {'numpy ms':>8} "
-              f"{'ratio to numpy':>14}")
-        for threads in _thread_counts():
-            for name, mod, call in (("tuned", tuned, tuned_call), ("hand", hand, hand_call)):
-                t, spread, ratios, ref_s = measure(workers[threads], mod, call, "matmul",
-                                                   params, threads, a.rounds,
-                                                   kinds=("numpy",))
-                print(f"{name:<8} {threads:>3} {t * 1e3:8.3f} {flops / t / 1e9:8.1f} "
-                      f"{ref_s['numpy'] * 1e3:8.3f} {ratios['numpy']:13.2f}x   "
-                      f"(spread {spread:.0%})", flush=True)
-    finally:
-        for w in workers.values():
-            w.close()
+    compare([("tuned", tuned, tuned_call), ("hand", hand, hand_call)], "matmul", params,
+            flops, "numpy", a.rounds)
 
 
 if __name__ == "__main__":
