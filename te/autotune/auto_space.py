@@ -159,22 +159,23 @@ def _streamed_input(op):
     """The input placeholder that `op` reads row by row along its last axis (X in
     softmax's exp(X[i, j] - max[i])), if the row is long enough for a prefetch of the
     next row to matter (>= 1 KiB); else None."""
-    if not op.axis or static_extent(op.axis[-1]) * 4 < 1024:
-        return None
-    j = op.axis[-1].var
-    return next((x.tensor for x in tensor_loads(op) if isinstance(x.tensor.op, PlaceholderOp)
-                 and x.indices and x.indices[-1] is j and len(x.indices) == len(op.axis)),
-                None)
+    return _row_input(op, op.axis[-1], len(op.axis)) if op.axis else None
 
 
 def _streamed_reduction_input(op):
     """The input placeholder that reduction `op` reads along its one reduction axis as the
     last index (X in layernorm's sum(X[i, k] / n)), with rows of >= 1 KiB; else None."""
-    if len(op.reduce_axis) != 1 or static_extent(op.reduce_axis[0]) * 4 < 1024:
+    return _row_input(op, op.reduce_axis[0]) if len(op.reduce_axis) == 1 else None
+
+
+def _row_input(op, iv, rank: int | None = None):
+    """A placeholder `op` reads with `iv` as the last index (and `rank` indices, when
+    given), if iv's rows are >= 1 KiB; else None."""
+    if static_extent(iv) * 4 < 1024:
         return None
-    k = op.reduce_axis[0].var
     return next((x.tensor for x in tensor_loads(op) if isinstance(x.tensor.op, PlaceholderOp)
-                 and x.indices and x.indices[-1] is k), None)
+                 and x.indices and x.indices[-1] is iv.var
+                 and (rank is None or len(x.indices) == rank)), None)
 
 
 def _has_select(op) -> bool:

@@ -115,9 +115,8 @@ class apply_history_best:
                 measured.setdefault(rec.workload, []).append((rec.config, rec.result, rec))
         # workload -> one successful Record per config, best config first (by the mean of
         # the config's measurements: R.rank_by_config)
-        self.ranked: dict = {k: [rec for _, rec in R.rank_by_config(v)]
-                             for k, v in measured.items()}
-        self.ranked = {k: v for k, v in self.ranked.items() if v}
+        ranked = {k: [rec for _, rec in R.rank_by_config(v)] for k, v in measured.items()}
+        self.ranked: dict = {k: v for k, v in ranked.items() if v}
         self.best = {k: v[0] for k, v in self.ranked.items()}
 
     def lookup(self, key: str, space: ConfigSpace | None = None):

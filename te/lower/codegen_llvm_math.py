@@ -111,8 +111,8 @@ def scalef(gen, p, k, n: int):
     if "avx512f" not in features:
         return None
     width = 16 if n % 16 == 0 else n
-    parts = n // width
-    if width not in SCALEF or SCALEF[width][1] not in features or parts & (parts - 1):
+    chunks = n // width
+    if width not in SCALEF or SCALEF[width][1] not in features or chunks & (chunks - 1):
         return None  # other widths, or a count of 16-lane parts that does not halve evenly
     name, _, mask_bits, rounding = SCALEF[width]
     b = gen.b
