@@ -18,7 +18,8 @@ the xgb tuner's cold start around it) is already a good kernel. Policy, per stag
   * injective non-outputs: inlined, computed at their reader's row loop, or at root
     (read by several stages, like softmax's exp, the row loop is the default; a
     conditional producer of a reduction, like conv's padding, is never inlined);
-  * injective outputs: fuse outer axes + parallel, split + vectorize the last axis;
+  * injective outputs: fuse outer axes + parallel, split + vectorize the last axis, and
+    for long rows a store policy (plain, write prefetch, or non-temporal);
   * non-output reductions: at the reader's row loop (or root), as vector-wide partial
     results (rfactor over the native lanes, vectorized) when the row is long.
 The register-tile micro-kernel of reduction outputs and the packing rewrite live in
@@ -26,6 +27,7 @@ micro_kernel.py. Imports te.compute, te.schedule, micro_kernel, workload.
 """
 from __future__ import annotations
 
+from .. import dtype as dt
 from ..compute import expr as E
 from ..compute.tensor import ComputeOp, PlaceholderOp
 from ..schedule.schedule import create_schedule, topo_order
@@ -33,6 +35,10 @@ from .micro_kernel import (_define_micro_kernel, _pack_rewrite, _preferred,
                            _schedule_reduction, static_extent, tensor_loads,
                            vector_lanes)
 from .workload import output_ops
+
+# An output this large streams past the caches by default (`out_store`): far more than the
+# last-level cache of a core, so it is not read back from cache anyway.
+STREAM_BYTES = 16 << 20
 
 
 def default_args(outputs) -> list:
@@ -211,19 +217,14 @@ def _define_injective(cfg, op, pfx: str) -> None:
 
 
 def _schedule_injective(cfg, s, op, pfx: str, output: bool = False):
-    """Fuse the outer axes (parallel), split the last one and vectorize it; an output with
-    long rows may prefetch the lines it will write (`prefetch_out`: its stores then do
-    not miss one by one when the row is written after other per-row phases)."""
+    """Fuse the outer axes (parallel), split the last one and vectorize it. An output with
+    long rows picks how its vectors are stored (`out_store`): "plain"; "prefetch", a write
+    prefetch 32 vectors ahead, so the stores do not miss one by one when the row is
+    written after other per-row phases; or "stream", non-temporal stores that skip the
+    read-for-ownership of every written line, for an output much larger than the caches."""
     _define_injective(cfg, op, pfx)
-    long_rows = len(op.axis) >= 2 and static_extent(op.axis[-1]) * 4 >= 1024
     if output:
-        # On by default when the row is written after per-row reductions (softmax,
-        # layernorm: 2.37 -> 2.25 ms for softmax 4096^2 at 2 threads on Zen 5), off for a
-        # plain streaming kernel, where it costs ~5% (relu(x*a+b): 3.54 -> 3.76-3.92 ms).
-        after_reduction = any(isinstance(x.tensor.op, ComputeOp) and x.tensor.op.is_reduction
-                              for x in tensor_loads(op))
-        options = [True, False] if after_reduction else [False, True]
-        cfg.define_knob(pfx + ".prefetch_out", options if long_rows else [False])
+        cfg.define_knob(pfx + ".out_store", _out_store_options(op))
     axes = list(op.axis)
     st = s[op]
     if not axes:
@@ -233,12 +234,36 @@ def _schedule_injective(cfg, s, op, pfx: str, output: bool = False):
     lo, li = st.split(axes[-1], factor=vec) if vec > 1 else (axes[-1], None)
     if li is not None:
         st.vectorize(li)
-        if output and cfg[pfx + ".prefetch_out"].val:
+        store = cfg[pfx + ".out_store"].val if output else "plain"
+        if store == "prefetch":
             st.prefetch(op.output(0), lo, 32)   # 32 vectors ahead: 2 KiB at 16 lanes
+        elif store == "stream":
+            st.pragma(lo, "nontemporal_store")
     row = outer if outer is not None else lo
     if cfg[pfx + ".parallel"].val:
         st.parallel(row)
     return row if outer is not None else None
+
+
+def _out_store_options(op) -> list:
+    """The `out_store` options of an output, default first. Rows under 1 KiB: plain. An
+    output of STREAM_BYTES or more streams by default (Zen 4, 4096^2 float32, one thread:
+    softmax 10.2 -> 8.0 ms, layernorm 9.6 -> 6.5 ms); a smaller one is likely still in
+    cache when the caller reads it, so streaming comes last. Below that, a row written
+    after per-row reductions (softmax, layernorm) write-prefetches by default (Zen 5, 2
+    threads: softmax 2.37 -> 2.25 ms), a plain streaming kernel does not (relu(x*a+b):
+    3.54 -> 3.76-3.92 ms with it)."""
+    if len(op.axis) < 2 or static_extent(op.axis[-1]) * 4 < 1024:
+        return ["plain"]
+    after_reduction = any(isinstance(x.tensor.op, ComputeOp) and x.tensor.op.is_reduction
+                          for x in tensor_loads(op))
+    cached = ["prefetch", "plain"] if after_reduction else ["plain", "prefetch"]
+    size = 1
+    for iv in op.axis:
+        size *= static_extent(iv)
+    if size * max(dt.bits(op.output_dtype(0)) // 8, 1) >= STREAM_BYTES:
+        return ["stream"] + cached
+    return cached + ["stream"]
 
 
 def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict,

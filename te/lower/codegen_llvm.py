@@ -47,6 +47,13 @@ _MAX_STACK_BYTES = 64 * 1024
 # Indices are int32; the same headroom for split loops as runtime.checker.INDEX_LIMIT.
 _INDEX_LIMIT = 2**31 - 2**20
 _FULL_UNROLL_LIMIT = 16
+# Loop pragma: the loop's dense vector stores to argument buffers skip the caches, for an
+# output written once and not read back soon (see cgmath.nontemporal_store).
+NONTEMPORAL_STORE = "nontemporal_store"
+
+
+def _pragma(s: tir.For, key: str) -> bool:
+    return any(k == key for k, _ in s.pragmas)
 
 
 def ll_type(dtype: str) -> ir.Type:
@@ -89,6 +96,7 @@ class ModuleGen:
         self.n_outlined = 0
         self.heap_buffers: list[str] = []  # names, in status-code order
         params = list(func.params)
+        self.param_data = frozenset(buf.data for buf in params)
         arg_types = [PTR] * len(params) + [ll_type(v.dtype) for v in func.scalar_params]
         fn = ir.Function(self.module, ir.FunctionType(I32, arg_types), name=func.name)
         add_function_attributes(fn)
@@ -102,6 +110,7 @@ class ModuleGen:
             arg.name = var.name
             gen.env[var] = arg
         gen.stmt(func.body)
+        gen.fence_nontemporal()
         gen.b.ret(ir.Constant(I32, 0))
         gen.finish()
 
@@ -150,9 +159,18 @@ class FuncGen(BlockValues):
         self.init_block_values()
         self._const_exprs: dict = {}  # (dtype, value) of a Const node -> its constant
         self._expr_methods: dict = {}  # expression type -> bound expr_<Type> method
+        # Inside a loop with pragma "nontemporal_store": dense vector stores to argument
+        # buffers bypass the caches; a function that made any fences them before returning.
+        self.nontemporal = False
+        self.made_nontemporal = False
 
     def finish(self) -> None:
         ir.IRBuilder(self.entry).branch(self.body_start)
+
+    def fence_nontemporal(self) -> None:
+        """Before the function's normal return: order its non-temporal stores, if any."""
+        if self.made_nontemporal:
+            cgmath.store_fence(self)
 
     def alloca(self, typ: ir.Type, align: int | None = None) -> ir.Instruction:
         """Stack storage in the entry block, so loops do not grow the stack."""
@@ -208,7 +226,13 @@ class FuncGen(BlockValues):
         if n == 1:
             self.store(buf.data, value, self.address(buf, self.expr(s.index)), align)
         elif _is_dense_ramp(s.index):
-            self.store(buf.data, value, self.address(buf, self.expr(s.index.base)), align)
+            ptr = self.address(buf, self.expr(s.index.base))
+            if (self.nontemporal and buf.data in self.mod.param_data
+                    and cgmath.nontemporal_store(self, value, ptr, align)):
+                self.made_nontemporal = True
+                self.forget_memory(buf.data)
+            else:
+                self.store(buf.data, value, ptr, align)
         else:  # scatter, lane by lane
             index = self.expr(s.index)
             for k in range(n):
@@ -280,6 +304,13 @@ class FuncGen(BlockValues):
                              f"{s.thread_tag!r}; thread-bound loops need target 'cuda'")
         if s.kind == tir.PARALLEL and self.mod.parallel and not self.in_parallel:
             par.emit_parallel_for(self, s)
+            return
+        if _pragma(s, NONTEMPORAL_STORE) and not self.nontemporal:
+            self.nontemporal = True
+            try:
+                self.stmt_For(s)
+            finally:
+                self.nontemporal = False
             return
         lo = self.expr(s.min)
         if (s.kind == tir.UNROLLED and isinstance(s.extent, E.Const)

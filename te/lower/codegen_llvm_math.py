@@ -1,4 +1,5 @@
-"""Math for codegen_llvm: intrinsic calls, libm calls, a vectorized float32 exp, prefetch.
+"""Math for codegen_llvm: intrinsic calls, libm calls, a vectorized float32 exp, and the
+memory hints (prefetch, non-temporal stores and their fence).
 
 Takes the FuncGen of codegen_llvm (duck-typed, never imported here, so no cycle: it gives
 .b, .mod, .ll_type, .expr, .expr_Const, .float_const, .vector_of and .address) and
@@ -151,6 +152,40 @@ def prefetch(gen, load, write: bool) -> ir.Value:
     fn = gen.mod.declare("llvm.prefetch.p0", ir.VoidType(), [ptr.type, I32, I32, I32])
     gen.b.call(fn, [ptr, I32(int(write)), I32(3), I32(1)])
     return ir.Constant(ptr.type, None)
+
+def nontemporal_store(gen, value: ir.Value, ptr, align: int) -> bool:
+    """Store vector `value` at `ptr` past the caches (x86 `vmovntps`), when the address is
+    a multiple of the vector's size at run time, and as a plain store otherwise (the
+    instruction needs the alignment; LLVM would split an under-aligned one into scalar
+    `movnti`). Returns False, emitting nothing, where the hint does not apply: not x86, or
+    a vector that is not 16, 32 or 64 bytes. The caller fences the function's exit with
+    `store_fence`: the stores are weakly ordered."""
+    nbytes = value.type.count * _bytes_of(value.type.element)
+    if not gen.mod.module.triple.startswith("x86_64") or nbytes not in (16, 32, 64):
+        return False
+    b = gen.b
+    offset = b.and_(b.ptrtoint(ptr, ir.IntType(64)), ir.Constant(ir.IntType(64), nbytes - 1))
+    with b.if_else(b.icmp_unsigned("==", offset, ir.Constant(ir.IntType(64), 0))) as (
+            aligned, unaligned):
+        with aligned:
+            store = b.store(value, ptr, align=nbytes)
+            store.set_metadata("nontemporal", gen.mod.module.add_metadata([I32(1)]))
+        with unaligned:
+            b.store(value, ptr, align=align)
+    return True
+
+
+def store_fence(gen) -> None:
+    """sfence: the function's non-temporal stores are visible before it returns (to the
+    caller, or to the thread that joins a parallel loop)."""
+    gen.b.call(gen.mod.declare("llvm.x86.sse.sfence", ir.VoidType(), []), [])
+
+
+def _bytes_of(t: ir.Type) -> int:
+    if isinstance(t, ir.IntType):
+        return max(t.width // 8, 1)
+    return {ir.HalfType: 2, ir.FloatType: 4, ir.DoubleType: 8}[type(t)]
+
 
 def intrinsic(gen, name: str, dtype: str, args: list) -> ir.Value:
     base, n = dt.split_lanes(dtype)

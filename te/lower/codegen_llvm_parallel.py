@@ -115,12 +115,14 @@ def _outline_body(gen, s: tir.For, name: str, captured: list, index_t) -> ir.Fun
     fn.attributes.add("alwaysinline")
     child = type(gen)(gen.mod, fn, in_parallel=True)
     child.status_ptr = fn.args[len(captured)]
+    child.nontemporal = gen.nontemporal or any(k == "nontemporal_store" for k, _ in s.pragmas)
     for var, arg in zip(captured, fn.args):
         child.env[var] = arg
         if var.dtype == "handle":
             for attr in ("noalias", "nonnull", "captures(none)"):
                 arg.add_attribute(attr)
     child.loop(s.loop_var, fn.args[-2], fn.args[-1], lambda: child.stmt(s.body))
+    child.fence_nontemporal()
     child.b.ret_void()
     child.finish()
     return fn

@@ -240,6 +240,12 @@ class Stage:
         attr.kind, attr.thread_tag = "thread_binding", thread_ivar.thread_tag
 
     def pragma(self, iv: IterVar, key: str, value=None) -> None:
+        """Annotate loop `iv` with `key` (and an optional value); the lowered loop carries
+        it and te.lower's text shows it. The LLVM CPU backend acts on one key:
+        "nontemporal_store": inside the loop, dense vector stores to the kernel's argument
+        buffers bypass the caches (x86 `vmovntps` where the address is aligned), for a
+        large output written once and not read back soon; stores to local buffers are
+        unchanged. Other keys are hints that only the loop IR records."""
         self._check_leaf(iv, "pragma")
         if not isinstance(key, str) or not key:
             raise ScheduleError(f"pragma on stage '{self.name}': key must be a non-empty "

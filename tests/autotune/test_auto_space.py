@@ -13,6 +13,7 @@ from te.autotune.auto_space import auto_schedule, default_args, vector_lanes
 from te.autotune.space import ConfigSpace
 from te.compute import ops
 from te.compute.tensor import PlaceholderOp
+from helpers import rand_array
 
 N_CONFIGS = 5
 
@@ -152,8 +153,10 @@ def test_row_kernels_offer_prefetch_and_wide_partial_sums():
     space = ConfigSpace()
     auto_schedule(space, LONG_ROWS["softmax_long"])
     assert list(space.knobs["T_softmax_exp.prefetch"].options) == [True, False]
-    # written after the row's reductions: the write prefetch is the default
-    assert list(space.knobs["T_softmax_norm.prefetch_out"].options) == [True, False]
+    # written after the row's reductions: the write prefetch is the default; streaming
+    # stores come last for an output this small
+    assert list(space.knobs["T_softmax_norm.out_store"].options) == [
+        "prefetch", "plain", "stream"]
     s, args = auto_schedule(space.default(), LONG_ROWS["softmax_long"])
     assert "prefetch(&X[" in str(te.lower(s, args))
     short = ConfigSpace()
@@ -166,7 +169,27 @@ def test_a_plain_streaming_output_does_not_write_prefetch_by_default():
     Y = te.compute((3, 300), lambda i, j: te.max(X[i, j] * 2.0 + 1.0, 0.0), name="Y")
     space = ConfigSpace()
     auto_schedule(space, Y)
-    assert list(space.knobs["Y.prefetch_out"].options) == [False, True]
+    assert list(space.knobs["Y.out_store"].options) == ["plain", "prefetch", "stream"]
+
+
+@pytest.mark.parametrize("rows, default", [(4096, "stream"), (4090, "plain")])
+def test_a_large_output_streams_past_the_caches_by_default(rows, default):
+    """16 MiB and more: non-temporal stores by default (`out_store`), and every option
+    gives the unscheduled result, on rows that the vector width does not divide."""
+    X = te.placeholder((rows, 1025), name="X")
+    Y = te.compute((rows, 1025), lambda i, j: X[i, j] * 2.0 - 1.0, name="Y")
+    space = ConfigSpace()
+    auto_schedule(space, Y)
+    options = list(space.knobs["Y.out_store"].options)
+    assert options[0] == default and sorted(options) == ["plain", "prefetch", "stream"]
+    x = rand_array((rows, 1025))
+    for store in options:
+        values = dict(space.default().values, **{"Y.out_store": store})
+        s, args = auto_schedule(space.from_json_dict({"knobs": values}), Y)
+        assert ("pragma nontemporal_store" in str(te.lower(s, args))) == (store == "stream")
+        y = np.full((rows, 1025), np.nan, "float32")
+        te.build(s, args)(x, y)
+        np.testing.assert_allclose(y, x * 2 - 1, rtol=1e-6)
 
 
 def test_row_reductions_offer_a_prefetch_of_the_next_row():

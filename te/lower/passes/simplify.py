@@ -29,7 +29,9 @@ class _Simplify(Mutator):
         lo, ext = self.visit_expr(s.min), self.visit_expr(s.extent)
         if isinstance(ext, Const) and ext.value <= 0:
             return ir.SeqStmt(())
-        if isinstance(ext, Const) and ext.value == 1 and s.kind != ir.THREAD_BINDING:
+        # A one-iteration loop goes, unless it carries pragmas that apply to its body.
+        if (isinstance(ext, Const) and ext.value == 1 and s.kind != ir.THREAD_BINDING
+                and not s.pragmas):
             body = _substitute_stmt(s.body, {s.loop_var: lo})
             return self.visit_stmt(body)
         saved = self.ana.ranges.get(s.loop_var)

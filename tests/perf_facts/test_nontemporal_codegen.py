@@ -1,0 +1,108 @@
+"""The "nontemporal_store" loop pragma: results equal the plain schedule's for aligned and
+unaligned arrays, odd sizes, parallel and vectorized loops; and deterministic facts of the
+generated code (never timings): stores to argument buffers become vmovntps behind a
+run-time alignment check, the function ends with sfence, and local buffers keep plain
+stores."""
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import te
+from te.lower.codegen_llvm import codegen_llvm
+from te.lower.interp import run_func
+from helpers import check_schedule, rand_array
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+import kernels  # noqa: E402
+
+NT = "nontemporal_store"
+
+
+def _affine(rows: int, cols: int, where: str, lanes: int = 16):
+    A = te.placeholder((rows, cols), name="A")
+    B = te.compute((rows, cols), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    i = B.op.axis[0]
+    jo, ji = s[B].split(B.op.axis[1], factor=lanes)
+    s[B].vectorize(ji)
+    if where != "serial":
+        s[B].parallel(i)
+    s[B].pragma({"row": i, "serial": jo, "parallel": i, "outer": jo, "vector": ji}[where], NT)
+    return s, A, B
+
+
+@pytest.mark.parametrize("where", ["row", "serial", "parallel", "outer", "vector"])
+@pytest.mark.parametrize("rows, cols", [(37, 1003), (5, 64), (1, 17), (3, 8)])
+def test_nontemporal_store_gives_the_plain_result(where, rows, cols):
+    s, A, B = _affine(rows, cols, where)
+    check_schedule(s, [A], [B], lambda a: a * 2 + 1)
+
+
+@pytest.mark.parametrize("lanes", [4, 8, 16])
+@pytest.mark.parametrize("offset", [0, 1, 4, 8])
+def test_nontemporal_store_on_unaligned_arrays(lanes, offset):
+    """numpy arrays that start 4..32 bytes past a 64-byte line: the aligned vectors go
+    past the cache, the others are plain stores, and every element is written."""
+    rows, cols = 9, 101
+    s, A, B = _affine(rows, cols, "outer", lanes)
+    mod = te.build(s, [A, B])
+    store = np.zeros(rows * cols + 32, "float32")
+    pad = (-store.ctypes.data // 4) % 16 + offset
+    a = rand_array((rows, cols))
+    b = store[pad:pad + rows * cols].reshape(rows, cols)
+    b.fill(np.nan)
+    mod(a, b)
+    np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)
+    assert not np.isnan(store).sum()
+
+
+def test_nontemporal_store_on_a_layernorm_row_loop_keeps_local_buffers_cached():
+    """The pragma on the row loop of layernorm covers its compute_at stages too (the
+    partial sums in local buffers): only the output's stores are non-temporal."""
+    rows, cols = 6, 200
+    s, (X, g, b, Y) = kernels.layernorm(rows, cols)
+    s[Y].pragma(s[Y].leaf_iter_vars[0], NT)
+
+    def ref(x, gamma, beta):
+        mean = x.mean(axis=1, keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+        return (x - mean) / np.sqrt(var + 1e-5) * gamma + beta
+    check_schedule(s, [X, g, b], [Y], ref, rtol=1e-4, atol=1e-4)
+    ll = codegen_llvm(te.lower(s, [X, g, b, Y]))   # before LLVM's passes: named pointers
+    defs = dict(re.findall(r'(%"?[\w.]+"?) = getelementptr inbounds \w+, ptr (%"?\w+"?)', ll))
+    targets = re.findall(r"store <16 x float> %[^,]+, ptr (%\S+), align 64, !nontemporal", ll)
+    assert targets and {defs.get(p) for p in targets} == {'%"Y"'}, targets
+    assert re.search(r"store <16 x float> %[^,]+, ptr %\S+, align 4$", ll, re.M)  # locals
+
+
+def test_nontemporal_store_code_facts():
+    s, A, B = _affine(64, 256, "outer")
+    mod = te.build(s, [A, B])
+    ll = mod.get_source("ll")
+    assert re.search(r"store <\d+ x float> .*, align \d+,.* !nontemporal", ll)
+    assert "llvm.x86.sse.sfence" in ll
+    asm = mod.get_source("asm")
+    assert "vmovntps" in asm and "sfence" in asm
+    plain = te.build(*_plain(64, 256)).get_source("asm")
+    assert "vmovntps" not in plain and "sfence" not in plain
+
+
+def _plain(rows, cols):
+    A = te.placeholder((rows, cols), name="A")
+    B = te.compute((rows, cols), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    jo, ji = s[B].split(B.op.axis[1], factor=16)
+    s[B].vectorize(ji)
+    return s, [A, B]
+
+
+def test_nontemporal_pragma_is_printed_and_the_interpreter_ignores_it():
+    s, A, B = _affine(8, 40, "vector")
+    func = te.lower(s, [A, B])
+    assert "// pragma nontemporal_store" in str(func)
+    a, b = rand_array((8, 40)), np.full((8, 40), np.nan, "float32")
+    run_func(func, [a, b])
+    np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)

@@ -1,0 +1,43 @@
+"""The benchmark's memory-bound row kernels (benchmarks/kernels.py) against numpy on odd
+shapes (rows that the row block does not divide, columns that the vector width does not),
+and the one fact of their code the benchmark relies on: outputs written once go past the
+caches (vmovntps), reductions to a small output do not."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import te
+
+BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+sys.path.insert(0, BENCH)
+import kernels  # noqa: E402
+import refs  # noqa: E402
+
+CASES = ["copy", "relu_affine", "softmax", "layernorm", "sum"]
+
+
+def _run(case: str, rows: int, cols: int):
+    fn = getattr(kernels, {"sum": "row_sum"}.get(case, case))
+    s, args = fn(rows, cols)
+    mod = te.build(s, args)
+    params = {"rows": rows, "cols": cols}
+    xs = refs.make_inputs(case, params)
+    out = np.full((rows,) if case == "sum" else (rows, cols), np.nan, np.float32)
+    mod(*xs, out)
+    want = xs[0] if case == "copy" else refs.numpy_reference(case, params, xs)()
+    return mod, out, want
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("rows, cols", [(37, 1003), (6, 4096), (1, 17), (5, 16)])
+def test_row_kernel_matches_numpy(case, rows, cols):
+    _, out, want = _run(case, rows, cols)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_streamed_outputs(case):
+    mod, _, _ = _run(case, 8, 256)
+    assert ("vmovntps" in mod.get_source("asm")) == (case != "sum")
