@@ -25,7 +25,9 @@ BN = 32  # the block size of the tutorial's blocking steps
 # Zen 5, 1024^3, 1 thread, ms (blocking / vectorize / permutation / packing / cache_write):
 # k by 4: 2644 / 821 / 138 / 123 / 17.8; k by 8: 2702 / 834 / 94 / 58 / 11.3 (numpy 10.1).
 # A block of 64 (four zmm) lets LLVM vectorize the scalar blocking step (321 ms), and the
-# vectorize step is then no faster.
+# vectorize step is then no faster. On Zen 4 LLVM vectorized the blocking step's row loop
+# with gathers and scatters of C (4.6 s, slower than the baseline) until te's codegen kept
+# its vectorizer off loops with strided stores (codegen_llvm._strided_store): 0.32-0.40 s.
 KFACTOR = 8 if _vector_lanes() == 16 else 4
 
 

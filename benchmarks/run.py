@@ -162,13 +162,22 @@ def _views(arrays: list, tensors: list) -> list:
     return out
 
 
+def _aligned(x: np.ndarray) -> np.ndarray:
+    """A copy of `x` in te's 64-byte aligned storage (runtime.array, as tvm.nd.array is
+    TVM's): numpy's large arrays start 16 bytes into a cache line, where every vector
+    access spans two lines and non-temporal stores go out in 16-byte pieces
+    (ANALYSIS.md gives the cost)."""
+    return np.asarray(runtime.array(x))
+
+
 def _build_checked(sched_fn, sizes, case, params, out_shape):
     """Build, run once and check against numpy; returns (module, the arrays to call it
-    with: the inputs then the output, as views shaped like the kernel's arguments)."""
+    with: the inputs then the output, as aligned views shaped like the kernel's
+    arguments)."""
     s, args = sched_fn(*sizes)
     mod = te.build(s, args)
-    xs = refs.make_inputs(case, params)
-    out = np.empty(out_shape, np.float32)
+    xs = [_aligned(x) for x in refs.make_inputs(case, params)]
+    out = _aligned(np.empty(out_shape, np.float32))
     call = _views(xs + [out], args)
     mod(*call)
     ref = refs.numpy_reference(case, params, xs)

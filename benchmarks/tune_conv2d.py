@@ -20,7 +20,7 @@ import numpy as np
 import run  # benchmarks/run.py: sets sys.path and OMP_WAIT_POLICY before te loads
 import te
 from te.autotune import workloads
-from run import _build_checked, _views, compare
+from run import _aligned, _build_checked, _views, compare
 import kernels
 import refs
 
@@ -50,8 +50,8 @@ def main() -> None:
 
     params = dict(cin=c, cout=c, h=hw, w=hw, r=3, pad=1)
     tuned = res.build()
-    xs = refs.make_inputs("conv2d", params)
-    y = np.empty((1, c, hw, hw), np.float32)
+    xs = [_aligned(x) for x in refs.make_inputs("conv2d", params)]
+    y = _aligned(np.empty((1, c, hw, hw), np.float32))
     tuned_call = _views(xs + [y], args)
     tuned(*tuned_call)
     want = refs.onnxruntime_reference("conv2d", params, xs, 1)

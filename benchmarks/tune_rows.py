@@ -20,6 +20,7 @@ from te.compute import ops
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernels  # noqa: E402  (the hand schedules)
+from run import _aligned  # noqa: E402
 
 
 def _declare(name: str, n: int):
@@ -47,9 +48,9 @@ def main() -> None:
         wall = time.time() - t0
         mod, hand = res.build(), te.build(hs, hargs)
         rng = np.random.default_rng(0)
-        ins = [rng.standard_normal([int(d.value) for d in t.shape]).astype("float32")
+        ins = [_aligned(rng.standard_normal([int(d.value) for d in t.shape]).astype("float32"))
                for t in hargs[:-1]]
-        y1, y2 = np.empty((n, n), np.float32), np.empty((n, n), np.float32)
+        y1, y2 = (_aligned(np.empty((n, n), np.float32)) for _ in range(2))
         mod(*ins, y1)
         hand(*ins, y2)
         np.testing.assert_allclose(y1, y2, rtol=1e-4, atol=1e-5)

@@ -154,24 +154,47 @@ def prefetch(gen, load, write: bool) -> ir.Value:
     return ir.Constant(ptr.type, None)
 
 def nontemporal_store(gen, value: ir.Value, ptr, align: int) -> bool:
-    """Store vector `value` at `ptr` past the caches (x86 `vmovntps`), when the address is
-    a multiple of the vector's size at run time, and as a plain store otherwise (the
-    instruction needs the alignment; LLVM would split an under-aligned one into scalar
-    `movnti`). Returns False, emitting nothing, where the hint does not apply: not x86, or
-    a vector that is not 16, 32 or 64 bytes. The caller fences the function's exit with
-    `store_fence`: the stores are weakly ordered."""
+    """Store vector `value` at `ptr` past the caches (x86 `vmovntps`), which needs an
+    address aligned to the store's size, so the address picks one of three paths at run
+    time: aligned to the vector (up to 64 bytes): one store; 16-byte aligned (numpy's
+    large arrays usually start 16 bytes into a 64-byte line): 16-byte non-temporal
+    pieces, which the write-combining buffers join into whole lines; else a plain store.
+    (LLVM would split an under-aligned one into scalar `movnti`.) Returns False, emitting
+    nothing, where the hint does not apply: not x86, or a vector that is not a power of two
+    of 16 to 256 bytes. The caller fences the function's exit with `store_fence`: the
+    stores are weakly ordered."""
     nbytes = value.type.count * _bytes_of(value.type.element)
-    if not gen.mod.module.triple.startswith("x86_64") or nbytes not in (16, 32, 64):
+    if (not gen.mod.module.triple.startswith("x86_64") or nbytes < 16 or nbytes > 256
+            or nbytes & (nbytes - 1)):
         return False
-    b = gen.b
-    offset = b.and_(b.ptrtoint(ptr, ir.IntType(64)), ir.Constant(ir.IntType(64), nbytes - 1))
-    with b.if_else(b.icmp_unsigned("==", offset, ir.Constant(ir.IntType(64), 0))) as (
-            aligned, unaligned):
-        with aligned:
-            store = b.store(value, ptr, align=nbytes)
-            store.set_metadata("nontemporal", gen.mod.module.add_metadata([I32(1)]))
-        with unaligned:
-            b.store(value, ptr, align=align)
+    b, i64 = gen.b, ir.IntType(64)
+    whole = min(nbytes, 64)
+    addr = b.ptrtoint(ptr, i64)
+    hint = gen.mod.module.add_metadata([I32(1)])
+
+    def aligned_to(n: int):
+        return b.icmp_unsigned("==", b.and_(addr, ir.Constant(i64, n - 1)), ir.Constant(i64, 0))
+
+    def streamed(piece_bytes: int):
+        lanes = value.type.count * piece_bytes // nbytes
+        for k in range(nbytes // piece_bytes):
+            part = _lanes(b, value, k * lanes, lanes)
+            at = ptr if k == 0 else b.gep(ptr, [ir.Constant(i64, k * piece_bytes)],
+                                           source_etype=ir.IntType(8))
+            b.store(part, at, align=min(piece_bytes, whole)).set_metadata("nontemporal", hint)
+
+    with b.if_else(aligned_to(whole)) as (vector_aligned, otherwise):
+        with vector_aligned:
+            streamed(nbytes)
+        with otherwise:
+            if nbytes == 16:
+                b.store(value, ptr, align=align)
+            else:
+                with b.if_else(aligned_to(16)) as (line_part_aligned, unaligned):
+                    with line_part_aligned:
+                        streamed(16)
+                    with unaligned:
+                        b.store(value, ptr, align=align)
     return True
 
 
