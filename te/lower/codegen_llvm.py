@@ -50,9 +50,6 @@ _MAX_STACK_BYTES = 64 * 1024
 # Indices are int32; the same headroom for split loops as runtime.checker.INDEX_LIMIT.
 _INDEX_LIMIT = 2**31 - 2**20
 _FULL_UNROLL_LIMIT = 16
-# Loop pragma: the loop's dense vector stores to argument buffers skip the caches, for an
-# output written once and not read back soon (see cgmath.nontemporal_store).
-NONTEMPORAL_STORE = "nontemporal_store"
 
 
 def _pragma(s: tir.For, key: str) -> bool:
@@ -100,6 +97,9 @@ class ModuleGen:
         self.heap_buffers: list[str] = []  # names, in status-code order
         params = list(func.params)
         self.param_data = frozenset(buf.data for buf in params)
+        # Whether any loop asks for non-temporal stores (then a failure return fences too).
+        self.streams = (_is_x86(self.module.triple)
+                        and tir.NONTEMPORAL_STORE in _all_pragmas(func.body))
         arg_types = [PTR] * len(params) + [ll_type(v.dtype) for v in func.scalar_params]
         fn = ir.Function(self.module, ir.FunctionType(I32, arg_types), name=func.name)
         add_function_attributes(fn)
@@ -282,6 +282,8 @@ class FuncGen(BlockValues):
         ok = self.fn.append_basic_block("ok")
         self.b.cbranch(cond, fail, ok)
         self.b.position_at_end(fail)
+        if self.mod.streams:   # non-temporal stores made before (or in an earlier iteration)
+            cgmath.store_fence(self)
         for ptr in reversed(self.heap_live):
             self.b.call(self.mod.declare("free", ir.VoidType(), [PTR]), [ptr])
         if self.status_ptr is not None:
@@ -308,7 +310,7 @@ class FuncGen(BlockValues):
         if s.kind == tir.PARALLEL and self.mod.parallel and not self.in_parallel:
             par.emit_parallel_for(self, s)
             return
-        if _pragma(s, NONTEMPORAL_STORE) and not self.nontemporal:
+        if _pragma(s, tir.NONTEMPORAL_STORE) and not self.nontemporal:
             self.nontemporal = True
             try:
                 self.stmt_For(s)
@@ -327,7 +329,7 @@ class FuncGen(BlockValues):
             metadata = self.mod.loop_metadata("llvm.loop.unroll.full")
         elif s.kind == tir.VECTORIZED:
             metadata = self.mod.loop_metadata("llvm.loop.vectorize.enable", I1(1))
-        elif s.kind == tir.SERIAL and _strided_store(s):
+        elif s.kind == tir.SERIAL and not _pragma(s, "vectorize_hint") and _strided_store(s):
             metadata = self.mod.loop_metadata("llvm.loop.vectorize.enable", I1(0))
         self.loop(s.loop_var, lo, self.expr(s.extent), lambda: self.stmt(s.body), metadata)
 
@@ -637,6 +639,22 @@ def _positive_const(v) -> bool:
 
 def _lanes_of(v) -> int:
     return v.type.count if isinstance(v.type, ir.VectorType) else 1
+
+
+def _is_x86(triple: str) -> bool:
+    return triple.startswith("x86_64")
+
+
+def _all_pragmas(s: tir.Stmt) -> set:
+    keys: set = set()
+
+    def visit(node):
+        if isinstance(node, tir.For):
+            keys.update(k for k, _ in node.pragmas)
+        for child in stmt_children(node)[1]:
+            visit(child)
+    visit(s)
+    return keys
 
 
 def _strided_store(s: tir.For) -> bool:

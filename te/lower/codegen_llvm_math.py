@@ -164,8 +164,7 @@ def nontemporal_store(gen, value: ir.Value, ptr, align: int) -> bool:
     of 16 to 256 bytes. The caller fences the function's exit with `store_fence`: the
     stores are weakly ordered."""
     nbytes = value.type.count * _bytes_of(value.type.element)
-    if (not gen.mod.module.triple.startswith("x86_64") or nbytes < 16 or nbytes > 256
-            or nbytes & (nbytes - 1)):
+    if not gen.mod.streams or nbytes < 16 or nbytes > 256 or nbytes & (nbytes - 1):
         return False
     b, i64 = gen.b, ir.IntType(64)
     whole = min(nbytes, 64)

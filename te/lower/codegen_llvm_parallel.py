@@ -85,6 +85,8 @@ def emit_parallel_for(gen, s: tir.For) -> None:
     child.finish()
 
     gomp = mod.declare("GOMP_parallel", ir.VoidType(), [PTR, PTR, I32, I32])
+    if gen.made_nontemporal:  # this thread's streamed stores, before other threads run
+        gen.fence_nontemporal()
     b.call(gomp, [fn, closure, I32(0), I32(0)])
     if mod.heap_buffers[heap_before:]:  # the body allocates: pass its failure on
         status = b.load(b.gep(closure, [I32(0), I32(2)], source_etype=closure_t), typ=I32)
@@ -115,7 +117,7 @@ def _outline_body(gen, s: tir.For, name: str, captured: list, index_t) -> ir.Fun
     fn.attributes.add("alwaysinline")
     child = type(gen)(gen.mod, fn, in_parallel=True)
     child.status_ptr = fn.args[len(captured)]
-    child.nontemporal = gen.nontemporal or any(k == "nontemporal_store" for k, _ in s.pragmas)
+    child.nontemporal = gen.nontemporal or any(k == tir.NONTEMPORAL_STORE for k, _ in s.pragmas)
     for var, arg in zip(captured, fn.args):
         child.env[var] = arg
         if var.dtype == "handle":

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import dtype as dt
+from ..compute import expr as E
 from ..compute.expr import Expr, Var
 
 # For-loop kinds. "unrolled"/"vectorized"/"parallel" come from schedule annotations;
@@ -21,6 +22,11 @@ from ..compute.expr import Expr, Var
 SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING = (
     "serial", "parallel", "vectorized", "unrolled", "thread_binding")
 FOR_KINDS = (SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING)
+# Loop pragmas that apply to everything inside the loop, so a pass that removes the loop
+# (vectorize, unroll, simplify of a one-iteration loop) keeps them on a loop around what
+# replaced it; the others describe the loop itself and go with it.
+NONTEMPORAL_STORE = "nontemporal_store"
+BODY_PRAGMAS = (NONTEMPORAL_STORE,)
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,6 +177,18 @@ class PrimFunc:
 
     def script(self) -> str:
         return str(self)
+
+
+def keep_body_pragmas(loop: "For", replacement: Stmt) -> Stmt:
+    """What replaces `loop`, inside a one-iteration loop (a fresh, unused variable) that
+    carries the loop's BODY_PRAGMAS, if it has any."""
+    kept = tuple((k, v) for k, v in loop.pragmas if k in BODY_PRAGMAS)
+    if not kept:
+        return replacement
+    name = loop.loop_var.name
+    var = Var(name if name.endswith(".scope") else name + ".scope", loop.loop_var.dtype)
+    zero, one = (E.const(x, var.dtype) for x in (0, 1))
+    return For(var, zero, one, SERIAL, replacement, pragmas=kept)
 
 
 def seq(*stmts) -> Stmt:

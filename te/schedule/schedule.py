@@ -244,8 +244,9 @@ class Stage:
         it and te.lower's text shows it. The LLVM CPU backend acts on one key:
         "nontemporal_store": inside the loop, dense vector stores to the kernel's argument
         buffers bypass the caches (x86 `vmovntps` where the address is aligned), for a
-        large output written once and not read back soon; stores to local buffers are
-        unchanged. Other keys are hints that only the loop IR records."""
+        large output written once and not read back soon (one the loop also reads, such
+        as an accumulator, is correct but slow: every store evicts its line); stores to
+        local buffers are unchanged. Other keys are hints that only the loop IR records."""
         self._check_leaf(iv, "pragma")
         if not isinstance(key, str) or not key:
             raise ScheduleError(f"pragma on stage '{self.name}': key must be a non-empty "

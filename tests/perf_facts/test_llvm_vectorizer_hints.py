@@ -24,7 +24,7 @@ def test_the_gemm_chain_blocking_step_has_no_gathers_or_scatters():
     s, args = gemm_chain.blocking(64, 64, 64)
     assert OFF in _ll(s, args)
     asm = te.build(s, args).get_source("asm")
-    assert "vscatter" not in asm and "vgather" not in asm
+    assert "vscatter" not in asm and "vgather" not in asm   # (AVX2 hosts have no scatter)
     A, B, C = args
     check_schedule(s, [A, B], [C], lambda a, b: a @ b, rtol=1e-4, atol=1e-4)
 
@@ -50,6 +50,18 @@ def test_a_transposing_store_keeps_llvm_off_its_loop():
     ll = _ll(s, [A, T])
     assert ll.count(OFF) == 1
     check_schedule(s, [A], [T], lambda a: a.T.copy())
-    div = te.compute((37, 29), lambda i, j: A[te.indexdiv(i * 29 + j, 29), j], name="D")
-    s = te.create_schedule(div.op)
-    check_schedule(s, [A], [div], lambda a: np.array(a))
+
+
+def test_a_store_not_linear_in_the_loop_keeps_llvm_off_it():
+    """D[i // 2, j] (rows written twice): the index is not linear in i."""
+    A = te.placeholder((6, 16), name="A")
+    D = te.compute((3, 16), lambda r, j: A[2 * r, j] + A[2 * r + 1, j], name="D")
+    s = te.create_schedule(D.op)
+    ll = _ll(s, [A, D])
+    assert ll.count(OFF) == 1                 # r: a whole row per step; j: contiguous
+    check_schedule(s, [A], [D], lambda a: a[0::2] + a[1::2])
+    io, ii = s[D].split(D.op.axis[0], factor=2)
+    fused = s[D].fuse(ii, D.op.axis[1])      # index (io*2 + fused//16)*16 + fused%16
+    ll = _ll(s, [A, D])
+    assert ll.count(OFF) >= 1
+    check_schedule(s, [A], [D], lambda a: a[0::2] + a[1::2])

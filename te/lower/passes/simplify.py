@@ -29,11 +29,11 @@ class _Simplify(Mutator):
         lo, ext = self.visit_expr(s.min), self.visit_expr(s.extent)
         if isinstance(ext, Const) and ext.value <= 0:
             return ir.SeqStmt(())
-        # A one-iteration loop goes, unless it carries pragmas that apply to its body.
-        if (isinstance(ext, Const) and ext.value == 1 and s.kind != ir.THREAD_BINDING
-                and not s.pragmas):
-            body = _substitute_stmt(s.body, {s.loop_var: lo})
-            return self.visit_stmt(body)
+        # A one-iteration loop goes (its variable becomes the constant); pragmas that
+        # apply to its body stay, on a one-iteration loop whose variable nothing reads.
+        if isinstance(ext, Const) and ext.value == 1 and s.kind != ir.THREAD_BINDING:
+            body = self.visit_stmt(_substitute_stmt(s.body, {s.loop_var: lo}))
+            return ir.keep_body_pragmas(s, body)
         saved = self.ana.ranges.get(s.loop_var)
         bound = isinstance(lo, Const)
         if bound:

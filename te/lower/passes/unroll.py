@@ -25,7 +25,7 @@ class _Unroll(Mutator):
             copies = [_substitute_stmt(body, {s.loop_var: const(s.min.value + k,
                                                                  s.loop_var.dtype)}, mentions)
                       for k in range(int(s.extent.value))]
-            return ir.seq(*copies)
+            return ir.keep_body_pragmas(s, ir.seq(*copies))
         return s if body is s.body else dataclasses.replace(s, body=body)
 
     def visit_expr(self, e):

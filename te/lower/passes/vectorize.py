@@ -183,16 +183,6 @@ def _pow2_pieces(extent: int) -> list:
     return out
 
 
-def _keep_pragmas(s: ir.For, vector_code: ir.Stmt) -> ir.Stmt:
-    """The vector code of loop `s`; where the loop carried pragmas (a non-temporal store
-    hint), inside a one-iteration loop that keeps them, so they still apply to it."""
-    if not s.pragmas:
-        return vector_code
-    var = Var(s.loop_var.name + ".vec", s.loop_var.dtype)
-    return ir.For(var, E.const(0, var.dtype), E.const(1, var.dtype), ir.SERIAL, vector_code,
-                  pragmas=s.pragmas)
-
-
 class _Vectorize(Mutator):
     def visit_For(self, s: ir.For) -> ir.Stmt:
         body = self.visit_stmt(s.body)
@@ -204,7 +194,7 @@ class _Vectorize(Mutator):
                     for offset, n in _pow2_pieces(int(s.extent.value)):
                         lo = s.min if offset == 0 else s.min + E.const(offset, s.min.dtype)
                         pieces.append(_vectorize_body(body, _VecExpr(s.loop_var, n, lo)))
-                    return _keep_pragmas(s, ir.seq(*pieces))
+                    return ir.keep_body_pragmas(s, ir.seq(*pieces))
                 except _CannotVectorize:
                     pass
             return dataclasses.replace(s, kind=ir.SERIAL, body=body,
