@@ -113,8 +113,8 @@ class apply_history_best:
         for rec in R.load_records(log)[0]:
             if rec.target == target and rec.version == version:
                 measured.setdefault(rec.workload, []).append((rec.config, rec.result, rec))
-        # workload -> one successful Record per config, best config first (by the mean of
-        # the config's measurements: R.rank_by_config)
+        # workload -> one successful Record per config, best config first
+        # (R.rank_by_config: re-measured leaders by their re-measurements, then the rest)
         ranked = {k: [rec for _, rec in R.rank_by_config(v)] for k, v in measured.items()}
         self.ranked: dict = {k: v for k, v in ranked.items() if v}
         self.best = {k: v[0] for k, v in self.ranked.items()}

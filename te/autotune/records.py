@@ -154,23 +154,42 @@ def config_key(config: dict) -> str:
 
 
 def rank_by_config(measured: list) -> list:
-    """[(mean cost, fastest item)] per config, fastest config first, over `measured`:
-    (config dict, MeasureResult, item) triples, failed ones ignored. A config measured
-    several times (the tuner re-measures its leaders) is ranked by the mean of its
-    measurements, so one lucky measurement does not decide the winner."""
+    """[(cost, fastest item)] per config, best config first, over `measured`: (config dict,
+    MeasureResult, item) triples in the order they were measured, failed ones ignored.
+    A config's first measurement is its trial; later ones are re-measurements (the tuner
+    re-measures its leaders at the end of a run, in turn, so they share the machine's
+    state). Re-measured configs rank first, by the mean of their re-measurements, so
+    neither one lucky trial nor a trial taken while the machine was faster decides the
+    winner (on a shared VM the same kernel measured 4.3 ms and, minutes later, 6.7-9 ms);
+    the others follow by their trial."""
     groups: dict = {}
     for config, result, item in measured:
         if result.ok:
             groups.setdefault(config_key(config), []).append((result.median, item))
-    ranked = [(sum(c for c, _ in g) / len(g), min(g, key=lambda x: x[0])[1])
-              for g in groups.values()]
-    ranked.sort(key=lambda x: x[0])
-    return ranked
+    ranked = []
+    for g in groups.values():
+        again = g[1:]
+        cost = sum(c for c, _ in again) / len(again) if again else g[0][0]
+        ranked.append((not again, cost, min(g, key=lambda x: x[0])[1]))
+    ranked.sort(key=lambda x: x[:2])
+    return [(cost, item) for _, cost, item in ranked]
+
+
+def rank_trials(measured: list) -> list:
+    """Like rank_by_config, by each config's trial (first measurement) alone: which
+    configs are the leaders to re-measure."""
+    seen, trials = set(), []
+    for config, result, item in measured:
+        key = config_key(config)
+        if key not in seen:
+            seen.add(key)
+            trials.append((config, result, item))
+    return rank_by_config(trials)
 
 
 def best_records(path: str, target: str | None = None, version: str | None = None) -> dict:
     """{workload: the fastest Record of the best config} over a log, optionally for one
-    target/version; configs are ranked by the mean of their measurements (rank_by_config)."""
+    target/version; configs are ranked as rank_by_config does."""
     per_workload: dict = {}
     for rec in load_records(path)[0]:
         if target is not None and rec.target != target:

@@ -148,8 +148,9 @@ class TuneResult:
 
     @property
     def best(self):
-        """The fastest Trial of the best config (configs ranked by the mean of their
-        measurements), or None when nothing succeeded."""
+        """The fastest Trial of the best config (R.rank_by_config: the leaders re-measured
+        at the end of a run by those measurements, then the rest), or None when nothing
+        succeeded."""
         ranked = self._ranked()
         return ranked[0][1] if ranked else None
 
@@ -160,7 +161,8 @@ class TuneResult:
 
     @property
     def best_time(self) -> float:
-        """The best config's cost: the mean of its measurements' medians."""
+        """The best config's cost: the mean of its re-measurements' medians, or its
+        trial's median when it was not re-measured."""
         ranked = self._ranked()
         return ranked[0][0] if ranked else math.inf
 
@@ -342,12 +344,19 @@ def tune(task, trials: int = 500, target: str = "llvm", log: str | None = None,
 # fastest of hundreds of single measurements is partly luck (a softmax config that won by
 # 3% in its tuning worker was 3% slower than the default when timed again).
 CONFIRM_TOP = 3
+# Rounds of the leaders' re-measurement, each measuring every leader once, in turn: a
+# drift of the machine during the rounds reaches all leaders alike. One round left the
+# winner to noise: a layernorm 4096^2 run (Zen 4, 2 threads) ended on a 4-lane output
+# loop 11% slower than the 16-lane config it had also measured.
+CONFIRM_ROUNDS = 3
 
 
 def _confirm_leaders(runner, task, result: TuneResult, parallel: bool, log, version) -> None:
-    """Measure the CONFIRM_TOP best configs again; the measurements join their configs'
-    cost (TuneResult.confirmations, and the log, where best_records averages them)."""
-    leaders = [trial for _, trial in result._ranked()[:CONFIRM_TOP]]
+    """Measure the CONFIRM_TOP best configs again, CONFIRM_ROUNDS times each; the
+    measurements join their configs' cost (TuneResult.confirmations, and the log, where
+    best_records averages them)."""
+    leaders = [trial for _, trial in R.rank_trials(
+        [(t.config, t.result, t) for t in result.history])[:CONFIRM_TOP]]
     if len(leaders) < 2:
         return
     jobs, kept = [], []
@@ -357,7 +366,8 @@ def _confirm_leaders(runner, task, result: TuneResult, parallel: bool, log, vers
         if err is None:
             jobs.append(job)
             kept.append(trial)
-    for trial, r in zip(kept, runner.run(jobs) if jobs else []):
+    rounds = runner.run(jobs * CONFIRM_ROUNDS) if jobs else []
+    for trial, r in zip(kept * CONFIRM_ROUNDS, rounds):
         again = Trial(trial.config, r)
         result.confirmations.append(again)
         if log:

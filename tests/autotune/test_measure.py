@@ -10,7 +10,7 @@ import numpy as np
 import te
 from te.autotune import records as R
 from te.autotune.measure import MeasureOptions
-from te.autotune.tune import CONFIRM_TOP
+from te.autotune.tune import CONFIRM_ROUNDS, CONFIRM_TOP
 from te.compute import ops
 
 HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_hooks.py") + ":misbehave"
@@ -51,8 +51,10 @@ def test_end_to_end_matmul_tuning_resume_and_apply_history_best(tmp_path, capsys
     res = te.autotune(C, trials=6, tuner="xgb", seed=0, log=log, verbose=1,
                       measure_option=opts, batch_size=3)
     assert len(res.history) == 6 and res.best is not None
-    # the 3 leading configs were measured once more; a config's cost is their mean
-    assert len(res.confirmations) == CONFIRM_TOP
+    # the 3 leading configs were measured again, in rounds; a config's cost is the mean
+    assert len(res.confirmations) == CONFIRM_TOP * CONFIRM_ROUNDS
+    assert [R.config_key(t.config) for t in res.confirmations[:CONFIRM_TOP]] == [
+        R.config_key(t.config) for t in res.confirmations[CONFIRM_TOP:2 * CONFIRM_TOP]]
     leaders = {R.config_key(t.config) for t in res.confirmations}
     assert R.config_key(res.best.config) in leaders
     assert "GFLOP/s" in capsys.readouterr().err
@@ -66,9 +68,10 @@ def test_end_to_end_matmul_tuning_resume_and_apply_history_best(tmp_path, capsys
     again = te.autotune(C, trials=9, tuner="random", seed=1, log=log, verbose=0,
                         measure_option=opts, batch_size=3)
     assert len(again.history) == 9
-    assert len(again.confirmations) == 2 * CONFIRM_TOP   # the first run's, from the log
+    # the first run's confirmations, from the log, and this run's
+    assert len(again.confirmations) == 2 * CONFIRM_TOP * CONFIRM_ROUNDS
     recs, skipped = R.load_records(log)
-    assert len(recs) == 9 + 2 * CONFIRM_TOP and skipped == 0
+    assert len(recs) == 9 + 2 * CONFIRM_TOP * CONFIRM_ROUNDS and skipped == 0
     assert len({str(r.config) for r in recs}) == 9
     # rebuild from the log alone, in a fresh graph
     A2 = te.placeholder((64, 64), name="A")

@@ -116,16 +116,21 @@ def _result(ms):
     return R.MeasureResult([ms * 1e-3] * 3)
 
 
-def test_a_config_is_ranked_by_the_mean_of_its_measurements(tmp_path):
-    # "lucky" won its first measurement (1.0 ms) but measured 1.6 ms when confirmed: its
-    # cost is 1.3 ms, above "steady" (1.1 and 1.2 ms); a failed re-measure does not count
+def test_re_measured_leaders_are_ranked_by_their_re_measurements(tmp_path):
+    # "lucky" won its trial (1.0 ms) but measured 1.6 and 1.5 ms when re-measured beside
+    # "steady" (1.1, then 1.2 and 1.3 ms): steady wins. "once" (1.05 ms, a trial taken
+    # while the machine was faster) was never re-measured (its re-measure failed): it
+    # ranks after the re-measured leaders
     lucky, steady, once = {"knobs": {"k": 1}}, {"knobs": {"k": 2}}, {"knobs": {"k": 3}}
     measured = [(lucky, _result(1.0), "l1"), (steady, _result(1.1), "s1"),
-                (once, _result(1.25), "o1"), (lucky, _result(1.6), "l2"),
-                (steady, _result(1.2), "s2"), (once, R.MeasureResult([], R.TIMEOUT), "o2")]
+                (once, _result(1.05), "o1"), (lucky, _result(1.6), "l2"),
+                (steady, _result(1.2), "s2"), (once, R.MeasureResult([], R.TIMEOUT), "o2"),
+                (lucky, _result(1.5), "l3"), (steady, _result(1.3), "s3")]
     ranked = R.rank_by_config(measured)
-    assert [item for _, item in ranked] == ["s1", "o1", "l1"]
-    assert [round(cost * 1e3, 6) for cost, _ in ranked] == [1.15, 1.25, 1.3]
+    assert [item for _, item in ranked] == ["s1", "l1", "o1"]
+    assert [round(cost * 1e3, 6) for cost, _ in ranked] == [1.25, 1.55, 1.05]
+    # the leaders to re-measure are chosen by trial alone
+    assert [item for _, item in R.rank_trials(measured)] == ["l1", "o1", "s1"]
     log = str(tmp_path / "t.jsonl")
     for config, result, _ in measured:
         R.append_record(log, R.Record("w", "llvm", "v", config, result))
