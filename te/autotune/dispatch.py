@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 import threading
+import warnings
 
 from ..errors import ArgumentError, ScheduleError
 from . import records as R
@@ -118,12 +119,15 @@ class apply_history_best:
         ranked = {k: [rec for _, rec in R.rank_by_config(v)] for k, v in measured.items()}
         self.ranked: dict = {k: v for k, v in ranked.items() if v}
         self.best = {k: v[0] for k, v in self.ranked.items()}
+        self._warned: set = set()
 
     def lookup(self, key: str, space: ConfigSpace | None = None):
         """The fastest record for `key`; with `space`, the fastest whose config is a
-        config of that space (records of an older space of the same workload are
-        skipped, not an error)."""
-        for rec in self.ranked.get(key, ()):
+        config of that space. Records of an older space of the same workload are
+        skipped, not an error; when no record fits, a warning says so once per log and
+        workload (the schedule falls back to the default config, which is untuned)."""
+        records = self.ranked.get(key, ())
+        for rec in records:
             if space is None:
                 return rec
             try:
@@ -131,6 +135,12 @@ class apply_history_best:
             except ScheduleError:
                 continue
             return rec
+        if records and key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(f"apply_history_best: the {len(records)} configs recorded for "
+                          f"workload {key} in '{self.log}' do not fit today's search space "
+                          f"(its knobs changed since they were tuned); using the default "
+                          f"config: tune again to use this log", stacklevel=3)
         return None
 
     def __enter__(self):

@@ -112,6 +112,28 @@ def test_records_of_an_older_space_are_skipped_by_apply_history_best(tmp_path):
     assert s.to_json() == want.to_json()
 
 
+def test_a_log_whose_configs_all_predate_the_space_warns(tmp_path):
+    """Only records of an older space (a knob that no longer exists): the default config
+    is used, and the user is told why the log did not help."""
+    import te
+    from te.autotune.auto_space import auto_schedule
+    from te.autotune.space import ConfigSpace
+    from te.autotune.workload import graph_key, package_version
+    from te.compute import ops
+    A, B = te.placeholder((16, 16), name="A"), te.placeholder((16, 16), name="B")
+    C = ops.matmul(A, B)
+    log = str(tmp_path / "old.jsonl")
+    R.append_record(log, R.Record(graph_key(C), "llvm", package_version(),
+                                  {"knobs": {"T_matmul.prefetch_out": True}},
+                                  R.MeasureResult(costs=(1e-6,)), 1.0))
+    with pytest.warns(UserWarning, match=r"1 configs recorded for workload .* do not fit "
+                                         r"today's search space .* using the default"):
+        s, args = te.autotune.load_best(log, C)
+    space = ConfigSpace()
+    auto_schedule(space, C)
+    assert s.to_json() == auto_schedule(space.default(), C)[0].to_json()
+
+
 def _result(ms):
     return R.MeasureResult([ms * 1e-3] * 3)
 
