@@ -12,6 +12,7 @@ import fcntl
 import json
 import math
 import os
+import statistics
 import time
 from dataclasses import dataclass, field
 
@@ -158,7 +159,7 @@ def rank_by_config(measured: list) -> list:
     MeasureResult, item) triples in the order they were measured, failed ones ignored.
     A config's first measurement is its trial; later ones are re-measurements (the tuner
     re-measures its leaders at the end of a run, in turn, so they share the machine's
-    state). Re-measured configs rank first, by the mean of their re-measurements, so
+    state). Re-measured configs rank first, by the median of their re-measurements, so
     neither one lucky trial nor a trial taken while the machine was faster decides the
     winner (on a shared VM the same kernel measured 4.3 ms and, minutes later, 6.7-9 ms);
     the others follow by their trial."""
@@ -169,7 +170,7 @@ def rank_by_config(measured: list) -> list:
     ranked = []
     for g in groups.values():
         again = g[1:]
-        cost = sum(c for c, _ in again) / len(again) if again else g[0][0]
+        cost = statistics.median(c for c, _ in again) if again else g[0][0]
         ranked.append((not again, cost, min(g, key=lambda x: x[0])[1]))
     ranked.sort(key=lambda x: x[:2])
     return [(cost, item) for _, cost, item in ranked]

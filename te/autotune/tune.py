@@ -161,7 +161,7 @@ class TuneResult:
 
     @property
     def best_time(self) -> float:
-        """The best config's cost: the mean of its re-measurements' medians, or its
+        """The best config's cost: the median of its re-measurements' medians, or its
         trial's median when it was not re-measured."""
         ranked = self._ranked()
         return ranked[0][0] if ranked else math.inf
@@ -347,8 +347,10 @@ CONFIRM_TOP = 3
 # Rounds of the leaders' re-measurement, each measuring every leader once, in turn: a
 # drift of the machine during the rounds reaches all leaders alike. One round left the
 # winner to noise: a layernorm 4096^2 run (Zen 4, 2 threads) ended on a 4-lane output
-# loop 11% slower than the 16-lane config it had also measured.
-CONFIRM_ROUNDS = 3
+# loop 11% slower than the 16-lane config it had also measured. Five rounds, ranked by
+# their median, let a step change of the machine's speed during the rounds (seen here:
+# 4.5 -> 6.7 ms for the same kernel) spoil at most two of a leader's measurements.
+CONFIRM_ROUNDS = 5
 
 
 def _confirm_leaders(runner, task, result: TuneResult, parallel: bool, log, version) -> None:

@@ -139,18 +139,20 @@ def _result(ms):
 
 
 def test_re_measured_leaders_are_ranked_by_their_re_measurements(tmp_path):
-    # "lucky" won its trial (1.0 ms) but measured 1.6 and 1.5 ms when re-measured beside
-    # "steady" (1.1, then 1.2 and 1.3 ms): steady wins. "once" (1.05 ms, a trial taken
-    # while the machine was faster) was never re-measured (its re-measure failed): it
-    # ranks after the re-measured leaders
+    # "lucky" won its trial (1.0 ms) but measured 1.6, 1.5 and 1.55 ms when re-measured
+    # beside "steady" (1.1, then 1.2, 1.3 and 9.0 ms: one measurement during a slow
+    # moment of the machine does not move the median): steady wins. "once" (1.05 ms, a
+    # trial taken while the machine was faster) was never re-measured (its re-measure
+    # failed): it ranks after the re-measured leaders
     lucky, steady, once = {"knobs": {"k": 1}}, {"knobs": {"k": 2}}, {"knobs": {"k": 3}}
     measured = [(lucky, _result(1.0), "l1"), (steady, _result(1.1), "s1"),
                 (once, _result(1.05), "o1"), (lucky, _result(1.6), "l2"),
                 (steady, _result(1.2), "s2"), (once, R.MeasureResult([], R.TIMEOUT), "o2"),
-                (lucky, _result(1.5), "l3"), (steady, _result(1.3), "s3")]
+                (lucky, _result(1.5), "l3"), (steady, _result(1.3), "s3"),
+                (lucky, _result(1.55), "l4"), (steady, _result(9.0), "s4")]
     ranked = R.rank_by_config(measured)
     assert [item for _, item in ranked] == ["s1", "l1", "o1"]
-    assert [round(cost * 1e3, 6) for cost, _ in ranked] == [1.25, 1.55, 1.05]
+    assert [round(cost * 1e3, 6) for cost, _ in ranked] == [1.3, 1.55, 1.05]
     # the leaders to re-measure are chosen by trial alone
     assert [item for _, item in R.rank_trials(measured)] == ["l1", "o1", "s1"]
     log = str(tmp_path / "t.jsonl")
