@@ -355,8 +355,8 @@ CONFIRM_ROUNDS = 5
 
 def _confirm_leaders(runner, task, result: TuneResult, parallel: bool, log, version) -> None:
     """Measure the CONFIRM_TOP best configs again, CONFIRM_ROUNDS times each; the
-    measurements join their configs' cost (TuneResult.confirmations, and the log, where
-    best_records averages them)."""
+    measurements decide among them (TuneResult.confirmations, and the log, where
+    R.rank_by_config ranks the leaders by the median of these)."""
     leaders = [trial for _, trial in R.rank_trials(
         [(t.config, t.result, t) for t in result.history])[:CONFIRM_TOP]]
     if len(leaders) < 2:

@@ -20,7 +20,6 @@ from . import codegen_llvm_math as cgmath
 from . import codegen_llvm_parallel as par
 from . import ir as tir
 from .arith import Analyzer
-from .arith import key as arith_key
 from .codegen_llvm_reuse import BlockValues
 from .visitor import stmt_children
 
@@ -665,24 +664,26 @@ def _strided_store(s: tir.For) -> bool:
     on Zen 4, where a scatter is microcoded). Vectorizing is the schedule's decision;
     LLVM keeps the loops whose stores are contiguous or invariant."""
     ana = Analyzer()
-    var_key = arith_key(s.loop_var)
-    found = []
 
-    def visit(node):
-        if found:
-            return
+    def strided(node) -> bool:
         if isinstance(node, tir.Store):
             index = node.index.base if isinstance(node.index, E.Ramp) else node.index
-            if _mentions(index, s.loop_var):
-                term = ana.linear(index).terms.get(var_key)
-                if term is None or abs(term[1]) > 1 or _mentions(
-                        ana.linear(index).add(ana.linear(s.loop_var).scale(term[1]), -1)
-                        .to_expr(), s.loop_var):
-                    found.append(node)
-        for child in stmt_children(node)[1]:
-            visit(child)
-    visit(s.body)
-    return bool(found)
+            step = _step(index, s.loop_var, ana)
+            if step is None or abs(step) > 1:
+                return True
+        return any(strided(child) for child in stmt_children(node)[1])
+    return strided(s.body)
+
+
+def _step(index: E.Expr, var: E.Var, ana: Analyzer):
+    """How far `index` moves when `var` grows by one, or None when not linearly."""
+    step = 0
+    for atom, coeff in ana.linear(index).terms.values():
+        if atom is var:
+            step = coeff
+        elif _mentions(atom, var):
+            return None
+    return step
 
 
 def _mentions(e: E.Expr, var: E.Var) -> bool:
