@@ -51,10 +51,6 @@ _INDEX_LIMIT = 2**31 - 2**20
 _FULL_UNROLL_LIMIT = 16
 
 
-def _pragma(s: tir.For, key: str) -> bool:
-    return any(k == key for k, _ in s.pragmas)
-
-
 def ll_type(dtype: str) -> ir.Type:
     """The LLVM register type of a (possibly vector) dtype."""
     base, lanes = dt.split_lanes(dtype)
@@ -309,13 +305,15 @@ class FuncGen(BlockValues):
         if s.kind == tir.PARALLEL and self.mod.parallel and not self.in_parallel:
             par.emit_parallel_for(self, s)
             return
-        if _pragma(s, tir.NONTEMPORAL_STORE) and not self.nontemporal:
-            self.nontemporal = True
-            try:
-                self.stmt_For(s)
-            finally:
-                self.nontemporal = False
-            return
+        outer = self.nontemporal
+        self.nontemporal = outer or tir.has_pragma(s, tir.NONTEMPORAL_STORE)
+        try:
+            self._emit_loop(s)
+        finally:
+            self.nontemporal = outer
+
+    def _emit_loop(self, s: tir.For) -> None:
+        """A loop that runs in this function (serial, unrolled or vectorized)."""
         lo = self.expr(s.min)
         if (s.kind == tir.UNROLLED and isinstance(s.extent, E.Const)
                 and int(s.extent.value) <= _FULL_UNROLL_LIMIT):
@@ -328,7 +326,8 @@ class FuncGen(BlockValues):
             metadata = self.mod.loop_metadata("llvm.loop.unroll.full")
         elif s.kind == tir.VECTORIZED:
             metadata = self.mod.loop_metadata("llvm.loop.vectorize.enable", I1(1))
-        elif s.kind == tir.SERIAL and not _pragma(s, "vectorize_hint") and _strided_store(s):
+        elif (s.kind == tir.SERIAL and not tir.has_pragma(s, "vectorize_hint")
+              and _strided_store(s)):
             metadata = self.mod.loop_metadata("llvm.loop.vectorize.enable", I1(0))
         self.loop(s.loop_var, lo, self.expr(s.extent), lambda: self.stmt(s.body), metadata)
 
@@ -681,15 +680,9 @@ def _step(index: E.Expr, var: E.Var, ana: Analyzer):
     for atom, coeff in ana.linear(index).terms.values():
         if atom is var:
             step = coeff
-        elif _mentions(atom, var):
+        elif var in E.free_vars(atom):
             return None
     return step
-
-
-def _mentions(e: E.Expr, var: E.Var) -> bool:
-    hit = []
-    E.pre_order(e, lambda node: hit.append(node) if node is var else None)
-    return bool(hit)
 
 
 def _is_dense_ramp(index: E.Expr) -> bool:

@@ -117,7 +117,7 @@ def _outline_body(gen, s: tir.For, name: str, captured: list, index_t) -> ir.Fun
     fn.attributes.add("alwaysinline")
     child = type(gen)(gen.mod, fn, in_parallel=True)
     child.status_ptr = fn.args[len(captured)]
-    child.nontemporal = gen.nontemporal or any(k == tir.NONTEMPORAL_STORE for k, _ in s.pragmas)
+    child.nontemporal = gen.nontemporal or tir.has_pragma(s, tir.NONTEMPORAL_STORE)
     for var, arg in zip(captured, fn.args):
         child.env[var] = arg
         if var.dtype == "handle":

@@ -179,6 +179,10 @@ class PrimFunc:
         return str(self)
 
 
+def has_pragma(loop: "For", key: str) -> bool:
+    return any(k == key for k, _ in loop.pragmas)
+
+
 def keep_body_pragmas(loop: "For", replacement: Stmt) -> Stmt:
     """What replaces `loop`, inside a one-iteration loop (a fresh, unused variable) that
     carries the loop's BODY_PRAGMAS, if it has any."""
