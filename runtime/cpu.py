@@ -89,14 +89,39 @@ def _cached_target_machine(
     return _new_target_machine(cpu, features, opt_level, jit)
 
 
-def _optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:
+def _optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int,
+              slp: bool = True) -> None:
     pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
     vectorize = opt_level >= 2
     pto.loop_vectorization = vectorize
-    pto.slp_vectorization = vectorize
+    pto.slp_vectorization = vectorize and slp
     pto.loop_unrolling = opt_level >= 1
     pass_builder = llvm.create_pass_builder(tm, pto)
     pass_builder.getModulePassManager().run(module, pass_builder)
+
+
+def _optimized(module: llvm.ModuleRef, ll_text: str, tm: llvm.TargetMachine,
+               opt_level: int) -> llvm.ModuleRef:
+    """`module` (parsed from `ll_text`) optimized for `tm` and verified.
+
+    LLVM 22's SLP vectorizer (llvmlite 0.50) can leave a function broken ("Instruction
+    does not dominate all uses!", seen on an elementwise chain computed inside a split,
+    vectorized loop), and MCJIT then aborts the whole process while it compiles. The
+    optimized module is verified, which raises instead, and a broken one is optimized again
+    from the text without the SLP vectorizer (the loop vectorizer still runs)."""
+    for slp in (True, False):
+        if not slp:
+            module = _parse(ll_text)
+        module.triple = tm.triple
+        module.data_layout = str(tm.target_data)
+        _optimize(module, tm, opt_level, slp=slp)
+        try:
+            module.verify()
+            return module
+        except RuntimeError as error:
+            first_lines = "\n".join(str(error).splitlines()[:4])
+    raise RuntimeBuildError("LLVM's optimizer produced invalid IR with and without its SLP "
+                            f"vectorizer (a bug in LLVM): {first_lines}")
 
 
 def _unresolved_declarations(module: llvm.ModuleRef) -> list[str]:
@@ -190,9 +215,7 @@ def compile_llvm(
             "load the library that defines them with llvmlite.binding.load_library_permanently)"
         )
     tm = _cached_target_machine(cpu, features, opt_level, True)
-    module.triple = tm.triple
-    module.data_layout = str(tm.target_data)
-    _optimize(module, tm, opt_level)
+    module = _optimized(module, ll_text, tm, opt_level)
     optimized_ll = str(module)
     engine = llvm.create_mcjit_compiler(module, _new_target_machine(cpu, features, opt_level, True))
     engine.finalize_object()

@@ -194,3 +194,22 @@ def test_conv2d_parallel_inside_partitioned_loops():
     X, Wt, P, Y = _conv2d()
     s = apply_steps(te.create_schedule(Y.op), from_json(CONV_PARALLEL_INSIDE_PARTITIONED))
     _check(s, [X, Wt], [Y], _conv_ref, explain=False)
+
+
+def test_chain_schedule_that_broke_llvms_slp_vectorizer():
+    """A schedule the elementwise-chain property found: LLVM 22's SLP vectorizer left the
+    function invalid ("Instruction does not dominate all uses!") and MCJIT aborted the
+    process. runtime.cpu verifies the optimized module and optimizes again without SLP."""
+    A, B, T, D = _chain()
+    s = te.create_schedule(D.op)
+    i, j = s[D].op.axis
+    io, ii = s[D].split(i, factor=7)
+    jo, ji = s[D].split(j, nparts=16)
+    s[D].reorder(ji, io, ii, jo)
+    s[D].vectorize(jo)
+    s[D].parallel(ji)
+    to, tj = s[T].split(s[T].op.axis[1], factor=5)
+    s[T].reorder(s[T].op.axis[0], tj, to)
+    s[T].vectorize(to)
+    s[T].compute_at(s[D], ji)
+    _check(s, [A, B], [D], lambda a, b: (a * b + 1) ** 2 - a, explain=False)
