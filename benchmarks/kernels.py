@@ -164,12 +164,19 @@ def copy(rows: int, cols: int):
 
 def _lane_reduce(s, R, out, row, lanes: int = LANES):
     """Reduce along the last axis as `lanes` vector partial results (rfactor), computed at
-    `row` of `out`; the final lanes -> 1 step is a short scalar loop. lanes = 4 * LANES
-    gives four independent accumulator chains."""
+    `row` of `out`. lanes = 4 * LANES gives four independent accumulator chains; those are
+    then folded to LANES partials by vector adds (a second rfactor), so the final
+    LANES -> 1 step is a short scalar loop: 64 dependent scalar adds per reduction cost
+    ~5% of layernorm (Zen 4, one thread, 4096^2: 6.2-7.2 -> 6.0-6.3 ms)."""
     jo, ji = s[R].split(R.op.reduce_axis[0], factor=lanes)
     RF = s.rfactor(R, ji, factor_axis=1)
     s[RF].compute_at(s[out], row)
     _lanes_inside(s, RF)
+    if lanes > LANES and lanes % LANES == 0:
+        _, lane = s[R].split(s[R].leaf_iter_vars[-1], factor=LANES)
+        folded = s.rfactor(R, lane, factor_axis=1)
+        s[folded].compute_at(s[out], row)
+        _lanes_inside(s, folded)
     s[R].compute_at(s[out], row)
     return RF
 

