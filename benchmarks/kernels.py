@@ -113,6 +113,13 @@ def conv2d_padded_rows(cin: int, cout: int, h: int, w: int, r: int, pad: int, mr
     return s, [X, W, Y]
 
 
+# The next row is prefetched into L2 (locality 2, x86 prefetcht1), not L1: a 4096-wide row
+# is half of a 32 KiB L1, which the row being worked on and layernorm's gamma and beta
+# need (Zen 4, one thread, 4096^2: softmax 6.1 -> 5.1 ms, layernorm 6.0 -> 4.6 ms with
+# both sums prefetching; with prefetcht0 a second prefetching pass made layernorm slower).
+NEXT_ROW = 2
+
+
 def _row_split(s, stage, axis):
     jo, ji = s[stage].split(axis, factor=LANES)
     s[stage].vectorize(ji)
@@ -211,10 +218,10 @@ def softmax(rows: int, cols: int):
     parallel. The row max uses a compare-and-select max (1 instruction instead of 7 for
     te.max, which propagates NaN): a NaN in a row still makes the whole row NaN, through
     exp(NaN - max) in the sum, as numpy's softmax does. While the exp phase of row i
-    runs, it prefetches row i + 1 of X (one cache line per vector iteration), so the
-    DRAM read overlaps the compute; the scale phase writes Y with non-temporal stores
-    (Zen 4, one thread: 10.2 -> 8.0 ms; a write prefetch 32 vectors ahead, the plain-store
-    alternative, gave 9.6 -> 8.5 ms on Zen 5)."""
+    runs, it prefetches row i + 1 of X into L2 (one cache line per vector iteration), so
+    the DRAM read overlaps the compute; the scale phase writes Y with non-temporal stores
+    (Zen 4, one thread: 10.2 -> 8.0 ms; 5.9 -> 5.0 ms with the prefetch into L2 instead of
+    L1)."""
     X = te.placeholder((rows, cols), name="X")
     k = te.reduce_axis((0, cols), name="k")
     mx = te.compute((rows,), lambda i: nn.select_max(X[i, k], axis=k), name="Y_maxelem")
@@ -232,17 +239,18 @@ def softmax(rows: int, cols: int):
     s[inv].compute_at(s[Y], i)
     s[ex].compute_at(s[Y], i)
     eo, _ = _row_split(s, ex, ex.op.axis[1])
-    s[ex].prefetch(X, eo, -(-cols // LANES))   # the same line of the next row
+    s[ex].prefetch(X, eo, -(-cols // LANES), locality=NEXT_ROW)  # that line of the next row
     _stream_out(s, Y, jo)
     return s, [X, Y]
 
 
 def layernorm(rows: int, cols: int):
     """Per row: mean, variance, then the affine normalization; rows in parallel. The two
-    sums run four accumulator chains each; the mean pass, the only one that reads X from
-    memory (the row is in L1 for the other two), prefetches the same line of the next row
-    (Zen 5, one thread, 4096x4096: 5.95 -> 4.98 ms, with a write prefetch of Y), and the
-    output pass writes Y with non-temporal stores, as softmax does (Zen 4: 9.6 -> 6.5 ms)."""
+    sums run four accumulator chains each, and each prefetches the same line of the next
+    row into L2 (Zen 4, one thread, 4096x4096: 6.0 ms with the mean pass prefetching into
+    L1, 6.1 ms with it prefetching into L2, 4.1-4.6 ms with both passes into L2; both
+    passes into L1: 6.3 ms). The output
+    pass writes Y with non-temporal stores, as softmax does (Zen 4: 9.6 -> 6.5 ms)."""
     X = te.placeholder((rows, cols), name="X")
     g = te.placeholder((cols,), name="g")
     b = te.placeholder((cols,), name="b")
@@ -253,8 +261,8 @@ def layernorm(rows: int, cols: int):
     s[Y].parallel(i)
     jo, _ = _row_split(s, Y, j)
     lanes = 4 * LANES
-    _lane_reduce(s, stages["Y_var"].op.output(0), Y, i, lanes=lanes)
-    mean_rf = _lane_reduce(s, stages["Y_mean"].op.output(0), Y, i, lanes=lanes)
-    s[mean_rf].prefetch(X, mean_rf.op.reduce_axis[0], -(-cols // lanes))
+    for name in ("Y_var", "Y_mean"):
+        rf = _lane_reduce(s, stages[name].op.output(0), Y, i, lanes=lanes)
+        s[rf].prefetch(X, rf.op.reduce_axis[0], -(-cols // lanes), locality=NEXT_ROW)
     _stream_out(s, Y, jo)
     return s, [X, g, b, Y]

@@ -191,8 +191,8 @@ class LoopBuilder:
                                 f"loop is vectorized; prefetch at an enclosing loop")
         body, out_idx, ana = self.reads[st]
         extents = self.bounds[st].extent
-        return ir.seq(*[prefetch_stmt(st, iv, t, off, body, out_idx, extents, ana)
-                        for t, off in attr.prefetch])
+        return ir.seq(*[prefetch_stmt(st, iv, t, off, body, out_idx, extents, ana, loc)
+                        for t, off, loc in attr.prefetch])
 
 
 def _zero(e) -> bool:

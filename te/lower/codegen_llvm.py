@@ -611,7 +611,7 @@ class FuncGen(BlockValues):
         return value
 
     def expr_Prefetch(self, e: tir.Prefetch) -> ir.Value:
-        return cgmath.prefetch(self, e.load, e.write)
+        return cgmath.prefetch(self, e.load, e.write, e.locality)
 
     def float_const(self, value: float, dtype: str) -> ir.Value:
         return self.expr_Const(E.Const(dtype, value))

@@ -144,13 +144,14 @@ def _lanes(b, v, lo: int, width: int):
 EXP_POLY = (1.4142136573791504, 1.4142131805419922, 0.7070911526679993, 0.2357151061296463,
             0.05927730351686478, 0.011734656058251858)
 
-def prefetch(gen, load, write: bool) -> ir.Value:
+def prefetch(gen, load, write: bool, locality: int = 3) -> ir.Value:
     """llvm.prefetch of the address of scalar `load` (an ir.Load), for reading or writing,
-    kept in all cache levels (locality 3), data cache: x86 emits prefetcht0 or prefetchw.
+    with temporal-locality hint `locality` (0-3), data cache: x86 emits prefetcht0 (3),
+    prefetcht1 (2), prefetcht2 (1), prefetchnta (0), or prefetchw for writing.
     Returns null (the Prefetch node has no value)."""
     ptr = gen.address(load.buffer, gen.expr(load.index))
     fn = gen.mod.declare("llvm.prefetch.p0", ir.VoidType(), [ptr.type, I32, I32, I32])
-    gen.b.call(fn, [ptr, I32(int(write)), I32(3), I32(1)])
+    gen.b.call(fn, [ptr, I32(int(write)), I32(locality), I32(1)])
     return ir.Constant(ptr.type, None)
 
 def nontemporal_store(gen, value: ir.Value, ptr, align: int) -> bool:

@@ -69,9 +69,11 @@ class Prefetch(Expr):
     """A hint to fetch the cache line holding element `load` (a TensorLoad before storage
     flattening, a scalar Load after) into the cache, for reading or (write=True) for
     writing; the element is not read. It appears only as the value of an Evaluate; its
-    dtype is "handle" (it has no value)."""
+    dtype is "handle" (it has no value). locality: LLVM's temporal-locality hint, 0-3
+    (Stage.prefetch)."""
     load: Expr
     write: bool = False
+    locality: int = 3
 
     def expr_children(self) -> tuple:
         return (self.load,)

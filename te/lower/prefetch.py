@@ -20,7 +20,7 @@ CACHE_LINE_BYTES = 64
 
 
 def prefetch_stmt(st: Stage, iv, tensor, offset: int, body: tuple, out_idx: tuple,
-                  extents: dict, ana: Analyzer) -> ir.Stmt:
+                  extents: dict, ana: Analyzer, locality: int = 3) -> ir.Stmt:
     """Prefetches of the region of `tensor` that iteration iv + offset of stage `st` reads,
     or writes when `tensor` is the stage's own output (a prefetch for writing).
 
@@ -54,7 +54,7 @@ def prefetch_stmt(st: Stage, iv, tensor, offset: int, body: tuple, out_idx: tupl
             [ana.simplify(E.binary("min", a, b[0])) for a, b in zip(lo, box)]
         hi = [b[1] for b in box] if hi is None else \
             [ana.simplify(E.binary("max", a, b[1])) for a, b in zip(hi, box)]
-    return _line_nest(tensor, lo, hi, ana, iv.var.name, write)
+    return _line_nest(tensor, lo, hi, ana, iv.var.name, write, locality)
 
 
 def _check_storage(st: Stage, tensor, where: str) -> None:
@@ -93,7 +93,8 @@ def _reads_of(body: tuple, tensor) -> list:
     return found
 
 
-def _line_nest(tensor, lo: list, hi: list, ana: Analyzer, name: str, write: bool) -> ir.Stmt:
+def _line_nest(tensor, lo: list, hi: list, ana: Analyzer, name: str, write: bool,
+               locality: int) -> ir.Stmt:
     """Loops over the outer dimensions of [lo, hi] and over the cache lines of the last."""
     line = max(1, CACHE_LINE_BYTES // max(1, dt.bits(tensor.dtype) // 8))
     loops, index = [], []
@@ -109,7 +110,7 @@ def _line_nest(tensor, lo: list, hi: list, ana: Analyzer, name: str, write: bool
         loops.append((v, count))
         index.append(ana.simplify(a + v * step) if last else ana.simplify(a + v))
     stmt = ir.Evaluate(ir.Prefetch("handle", TensorLoad(tensor.dtype, tensor, tuple(index)),
-                                   write))
+                                   write, locality))
     guard = _inside(tensor, index, ana)
     if not (isinstance(guard, Const) and guard.value):
         stmt = ir.IfThenElse(guard, stmt)

@@ -196,7 +196,8 @@ class _Printer:
             return f"{e.name}({self.exprs(e.args)})"
         if isinstance(e, ir.Prefetch):
             name = "prefetch_write" if e.write else "prefetch"
-            return f"{name}(&{self.expr(e.load, top=True)})"
+            hint = "" if e.locality == 3 else f", locality={e.locality}"
+            return f"{name}(&{self.expr(e.load, top=True)}{hint})"
         if isinstance(e, ir.Load):
             return f"{self.storage(e.buffer)}[{self.expr(e.index, top=True)}]"
         if isinstance(e, E.TensorLoad):

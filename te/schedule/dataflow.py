@@ -271,7 +271,7 @@ def _apply_one(sch: Schedule, step) -> None:
         st.pragma(_axis(st, step.axis), step.key, step.value)
     elif isinstance(step, S.Prefetch):
         tensor = _stage(sch, step.tensor).op.output(step.value_index)
-        st.prefetch(tensor, _axis(st, step.axis), step.offset)
+        st.prefetch(tensor, _axis(st, step.axis), step.offset, step.locality)
     elif isinstance(step, S.CacheRead):
         readers = [_stage(sch, r).op for r in step.readers]
         sch.cache_read(st.op.output(step.value_index), step.scope, readers)

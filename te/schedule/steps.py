@@ -98,12 +98,13 @@ class Pragma:
 @dataclass(frozen=True)
 class Prefetch:
     """In loop `axis`, prefetch what iteration axis + offset reads of a tensor: output
-    `value_index` of stage `tensor`."""
+    `value_index` of stage `tensor`, with LLVM's temporal-locality hint (0-3)."""
     stage: StageRef
     tensor: StageRef
     value_index: int
     axis: AxisRef
     offset: int
+    locality: int = 3  # absent from schedules saved before it existed
 
 
 @dataclass(frozen=True)
@@ -151,8 +152,11 @@ def _decode(value):
         if cls is None:
             raise ScheduleError(f"schedule JSON: unknown step type {kind!r}")
         fields = {f.name for f in dataclasses.fields(cls)}
+        required = {f.name for f in dataclasses.fields(cls)
+                    if f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING}
         given = set(value) - {"type"}
-        if given != fields:
+        if not required <= given <= fields:
             raise ScheduleError(f"schedule JSON: step {kind} expects fields "
                                 f"{sorted(fields)}, got {sorted(given)}")
         return cls(**{k: _decode(v) for k, v in value.items() if k != "type"})

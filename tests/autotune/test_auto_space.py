@@ -152,16 +152,22 @@ LONG_ROWS = _long_rows()
 def test_row_kernels_offer_prefetch_and_wide_partial_sums():
     space = ConfigSpace()
     auto_schedule(space, LONG_ROWS["softmax_long"])
-    assert list(space.knobs["T_softmax_exp.prefetch"].options) == [True, False]
+    # the next row into L2 by default, into every cache level, or not at all
+    assert list(space.knobs["T_softmax_exp.prefetch"].options) == ["l2", "l1", "off"]
     # written after the row's reductions: the write prefetch is the default; streaming
     # stores come last for an output this small
     assert list(space.knobs["T_softmax_norm.out_store"].options) == [
         "prefetch", "plain", "stream"]
     s, args = auto_schedule(space.default(), LONG_ROWS["softmax_long"])
-    assert "prefetch(&X[" in str(te.lower(s, args))
+    ir = str(te.lower(s, args))
+    assert "prefetch(&X[" in ir and ", locality=2)" in ir
+    values = dict(space.default().values, **{"T_softmax_exp.prefetch": "l1"})
+    s, args = auto_schedule(space.from_json_dict({"knobs": values}), LONG_ROWS["softmax_long"])
+    ir = str(te.lower(s, args))
+    assert "prefetch(&X[" in ir and "locality=" not in ir
     short = ConfigSpace()
     auto_schedule(short, GRAPHS["softmax"])          # 20-wide rows: nothing to prefetch
-    assert list(short.knobs["T_softmax_exp.prefetch"].options) == [False]
+    assert list(short.knobs["T_softmax_exp.prefetch"].options) == ["off"]
 
 
 @pytest.mark.parametrize("name", sorted(LONG_ROWS))
@@ -222,22 +228,22 @@ def test_row_reductions_offer_a_prefetch_of_the_next_row():
     out = LONG_ROWS["layer_norm_long"]
     space = ConfigSpace()
     auto_schedule(space, out)
-    assert list(space.knobs["T_layer_norm_mean.prefetch"].options) == [True, False]
+    assert list(space.knobs["T_layer_norm_mean.prefetch"].options) == ["l2", "l1", "off"]
     vl = vector_lanes()
     assert list(space.knobs["T_layer_norm_mean.lanes"].options) == [4 * vl, vl, 1]
     s, args = auto_schedule(space.default(), out)
     assert "prefetch(&L[" in str(te.lower(s, args))
-    values = dict(space.default().values, **{"T_layer_norm_mean.prefetch": False,
-                                             "T_layer_norm_var.prefetch": False})
+    values = dict(space.default().values, **{"T_layer_norm_mean.prefetch": "off",
+                                             "T_layer_norm_var.prefetch": "off"})
     s, args = auto_schedule(space.from_json_dict({"knobs": values}), out)
     assert "prefetch(&L[" not in str(te.lower(s, args))
     short = ConfigSpace()
     auto_schedule(short, GRAPHS["softmax"])          # 20-wide rows: nothing to prefetch
-    assert list(short.knobs["T_softmax_maxelem.prefetch"].options) == [False]
+    assert list(short.knobs["T_softmax_maxelem.prefetch"].options) == ["off"]
     # softmax's exp stage prefetches X by default, so its max pass does not
     soft = ConfigSpace()
     auto_schedule(soft, LONG_ROWS["softmax_long"])
-    assert list(soft.knobs["T_softmax_maxelem.prefetch"].options) == [False, True]
+    assert list(soft.knobs["T_softmax_maxelem.prefetch"].options) == ["off", "l2", "l1"]
 
 
 @pytest.mark.parametrize("name", ["batch_matmul", "matmul_bt", "softmax_long",

@@ -119,12 +119,15 @@ def test_prefetched_softmax_matches_numpy(rows, cols):
 @pytest.mark.parametrize("rows, cols, prefetches", [(37, 101, True), (3, 16, False),
                                                     (5, 4096, True)])
 def test_prefetched_layernorm_matches_numpy(rows, cols, prefetches):
-    # The mean pass prefetches the next row of X; its guard keeps it inside the tensor (a
-    # 3x16 tensor is smaller than the distance, so it folds away). The output pass streams
-    # Y past the caches.
+    # The mean and variance passes prefetch the next row of X into L2; the guard keeps it
+    # inside the tensor (a 3x16 tensor is smaller than the distance, so it folds away).
+    # The output pass streams Y past the caches.
     s, args = kernels.layernorm(rows, cols)
     text = str(te.lower(s, args))
-    assert ("prefetch(&X" in text) == prefetches
+    lines = [line.strip() for line in text.splitlines() if "prefetch(&X" in line]
+    assert bool(lines) == prefetches
+    assert all(line.endswith(", locality=2)") for line in lines)
+    assert any("pf1_1" in line for line in lines) == prefetches   # the variance pass too
     assert "pragma nontemporal_store" in text and "prefetch_write" not in text
     rng = np.random.default_rng(2)
     x = (rng.standard_normal((rows, cols)) * 3 + 1).astype(np.float32)

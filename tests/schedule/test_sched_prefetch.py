@@ -3,6 +3,8 @@ round trip, and lowering errors for prefetches that no longer fit the loops.
 
 Imports te, te.schedule.steps and pytest.
 """
+import re
+
 import pytest
 
 import te
@@ -30,6 +32,51 @@ def test_prefetch_records_a_step_that_round_trips_json():
     assert s2.to_json() == text
     assert str(te.lower(s2, [A2, C2])) == str(te.lower(s, [A, C]))
     assert "prefetch(&A[" in str(te.lower(s, [A, C]))
+
+
+def test_prefetch_locality_is_recorded_printed_and_replayed():
+    A, B, C = _graph()
+    s = te.create_schedule(C.op)
+    jo, ji = s[B].split(B.op.axis[1], factor=4)
+    s[B].prefetch(A, jo, 3, locality=2)
+    assert s.steps[-1] == S.Prefetch(S.StageRef(1, "B"), S.StageRef(0, "A"), 0,
+                                     S.AxisRef(2, "j.outer"), 3, 2)
+    text = str(te.lower(s, [A, C]))
+    assert "prefetch(&A[((i*12) + (j.outer*4)) + 12], locality=2)" in text
+    A2, B2, C2 = _graph()
+    s2 = te.create_schedule(C2.op).replay(s.to_json())
+    assert str(te.lower(s2, [A2, C2])) == text
+
+
+def test_a_prefetch_step_saved_without_locality_replays_with_the_default():
+    """Schedules saved before the hint existed have no "locality" field: they load with
+    LLVM's default, 3 (keep in all cache levels); a field the step lacks is still an
+    error."""
+    A, B, C = _graph()
+    s = te.create_schedule(C.op)
+    jo, ji = s[B].split(B.op.axis[1], factor=4)
+    s[B].prefetch(A, jo, 3)
+    old = s.to_json().replace(', "locality": 3', "")
+    assert '"locality"' not in old
+    A2, B2, C2 = _graph()
+    s2 = te.create_schedule(C2.op).replay(old)
+    assert s2.steps[-1].locality == 3
+    assert str(te.lower(s2, [A2, C2])) == str(te.lower(s, [A, C]))
+    with pytest.raises(te.ScheduleError, match=r"^schedule JSON: step Prefetch expects "
+                                               r"fields \['axis', 'locality', 'offset', "
+                                               r"'stage', 'tensor', 'value_index'\], got "):
+        te.create_schedule(C2.op).replay(old.replace(', "offset": 3', ""))
+
+
+@pytest.mark.parametrize("locality", [-1, 4, 2.0, True, "l2", None])
+def test_prefetch_locality_errors(locality):
+    A, B, C = _graph()
+    s = te.create_schedule(C.op)
+    with pytest.raises(te.ScheduleError, match=r"^prefetch on stage 'B': locality must be an "
+                                               r"int from 0 \(non-temporal\) to 3 \(keep in "
+                                               r"all cache levels\), got " +
+                       re.escape(repr(locality)) + "$"):
+        s[B].prefetch(A, B.op.axis[0], 1, locality=locality)
 
 
 def test_prefetch_of_own_output_is_a_write_prefetch():
