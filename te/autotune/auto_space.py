@@ -302,11 +302,7 @@ def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict,
     rf = None
     if cfg[pfx + ".lanes"].val > 1:
         _, ki = st.split(op.reduce_axis[0], factor=cfg[pfx + ".lanes"].val)
-        rf = s.rfactor(op.output(0), ki, factor_axis=len(op.axis))
-        rst = s[rf]
-        lane = rst.op.axis[-1]
-        rst.reorder(*(list(rst.op.axis[:-1]) + list(rst.op.reduce_axis) + [lane]))
-        rst.vectorize(lane)
+        rf = _lanes_innermost(s, s.rfactor(op.output(0), ki, factor_axis=len(op.axis)))
     folded = _fold_partials(s, op, lanes) if rf is not None else None
     partial_stages = [t for t in (rf, folded) if t is not None]
     if at_reader:
@@ -338,8 +334,14 @@ def _fold_partials(s, op, lanes: int):
     if static_extent(partial) <= lanes or static_extent(partial) % lanes:
         return None
     _, lane = s[op].split(partial, factor=lanes)
-    folded = s.rfactor(op.output(0), lane, factor_axis=len(op.axis))
-    fst = s[folded]
-    fst.reorder(*(list(fst.op.axis[:-1]) + list(fst.op.reduce_axis) + [fst.op.axis[-1]]))
-    fst.vectorize(fst.op.axis[-1])
-    return folded
+    return _lanes_innermost(s, s.rfactor(op.output(0), lane, factor_axis=len(op.axis)))
+
+
+def _lanes_innermost(s, rf):
+    """The lane axis (last) of rfactor stage `rf` below its reduction loop, vectorized:
+    each step of the reduction is one vector operation on the partial results."""
+    st = s[rf]
+    lane = st.op.axis[-1]
+    st.reorder(*(list(st.op.axis[:-1]) + list(st.op.reduce_axis) + [lane]))
+    st.vectorize(lane)
+    return rf
