@@ -115,8 +115,9 @@ def conv2d_padded_rows(cin: int, cout: int, h: int, w: int, r: int, pad: int, mr
 
 # The next row is prefetched into L2 (locality 2, x86 prefetcht1), not L1: a 4096-wide row
 # is half of a 32 KiB L1, which the row being worked on and layernorm's gamma and beta
-# need (Zen 4, one thread, 4096^2: softmax 6.1 -> 5.1 ms, layernorm 6.0 -> 4.6 ms with
-# both sums prefetching; with prefetcht0 a second prefetching pass made layernorm slower).
+# need (Zen 4, one thread, 4096^2, alternating A/B runs: softmax 5.8-6.2 -> 5.0-5.1 ms,
+# layernorm 5.7-6.0 -> 4.1-4.3 ms with both sums prefetching; with prefetcht0 a second
+# prefetching pass made layernorm slower).
 NEXT_ROW = 2
 
 
@@ -220,8 +221,8 @@ def softmax(rows: int, cols: int):
     exp(NaN - max) in the sum, as numpy's softmax does. While the exp phase of row i
     runs, it prefetches row i + 1 of X into L2 (one cache line per vector iteration), so
     the DRAM read overlaps the compute; the scale phase writes Y with non-temporal stores
-    (Zen 4, one thread: 10.2 -> 8.0 ms; 5.9 -> 5.0 ms with the prefetch into L2 instead of
-    L1)."""
+    (Zen 4, one thread: 10.2 -> 8.0 ms; 5.8-6.2 -> 5.0-5.1 ms with the prefetch into L2
+    instead of L1)."""
     X = te.placeholder((rows, cols), name="X")
     k = te.reduce_axis((0, cols), name="k")
     mx = te.compute((rows,), lambda i: nn.select_max(X[i, k], axis=k), name="Y_maxelem")
@@ -247,10 +248,10 @@ def softmax(rows: int, cols: int):
 def layernorm(rows: int, cols: int):
     """Per row: mean, variance, then the affine normalization; rows in parallel. The two
     sums run four accumulator chains each, and each prefetches the same line of the next
-    row into L2 (Zen 4, one thread, 4096x4096: 6.0 ms with the mean pass prefetching into
-    L1, 6.1 ms with it prefetching into L2, 4.1-4.6 ms with both passes into L2; both
-    passes into L1: 6.3 ms). The output
-    pass writes Y with non-temporal stores, as softmax does (Zen 4: 9.6 -> 6.5 ms)."""
+    row into L2 (Zen 4, one thread, 4096x4096, medians of separate runs: 6.0 ms with the
+    mean pass prefetching into L1, 6.1 ms with it prefetching into L2, 6.3 ms with both
+    passes into L1, 4.5-4.7 ms with both into L2). The output pass writes Y with
+    non-temporal stores, as softmax does (Zen 4: 9.6 -> 6.5 ms)."""
     X = te.placeholder((rows, cols), name="X")
     g = te.placeholder((cols,), name="g")
     b = te.placeholder((cols,), name="b")

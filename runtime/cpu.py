@@ -12,6 +12,7 @@ import ctypes.util
 import subprocess
 import sys
 import threading
+import warnings
 from functools import lru_cache
 
 import llvmlite.binding as llvm
@@ -108,20 +109,41 @@ def _optimized(module: llvm.ModuleRef, ll_text: str, tm: llvm.TargetMachine,
     does not dominate all uses!", seen on an elementwise chain computed inside a split,
     vectorized loop), and MCJIT then aborts the whole process while it compiles. The
     optimized module is verified, which raises instead, and a broken one is optimized again
-    from the text without the SLP vectorizer (the loop vectorizer still runs)."""
-    for slp in (True, False):
-        if not slp:
-            module = _parse(ll_text)
-        module.triple = tm.triple
-        module.data_layout = str(tm.target_data)
-        _optimize(module, tm, opt_level, slp=slp)
-        try:
-            module.verify()
-            return module
-        except RuntimeError as error:
-            first_lines = "\n".join(str(error).splitlines()[:4])
-    raise RuntimeBuildError("LLVM's optimizer produced invalid IR with and without its SLP "
-                            f"vectorizer (a bug in LLVM): {first_lines}")
+    from the text without the SLP vectorizer (the loop vectorizer still runs), with a
+    RuntimeWarning: the kernel may then run slower than its schedule would suggest."""
+    _optimize_for(module, tm, opt_level, slp=True)
+    error = _verify_error(module)
+    if error is None:
+        return module
+    if opt_level < 2:  # no SLP at these levels: nothing to retry without
+        raise RuntimeBuildError(f"LLVM's optimizer (opt_level {opt_level}) produced invalid "
+                                f"IR (a bug in LLVM): {error}")
+    module = _parse(ll_text)
+    _optimize_for(module, tm, opt_level, slp=False)
+    second = _verify_error(module)
+    if second is not None:
+        raise RuntimeBuildError("LLVM's optimizer produced invalid IR with and without its SLP "
+                                f"vectorizer (a bug in LLVM): {error}; without SLP: {second}")
+    warnings.warn("LLVM's SLP vectorizer produced invalid IR for this kernel (a bug in LLVM); "
+                  f"it was optimized without SLP vectorization: {error}", RuntimeWarning,
+                  stacklevel=3)
+    return module
+
+
+def _optimize_for(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int,
+                  slp: bool) -> None:
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    _optimize(module, tm, opt_level, slp=slp)
+
+
+def _verify_error(module: llvm.ModuleRef) -> str | None:
+    """None when `module` is valid, else the first lines of LLVM's complaint."""
+    try:
+        module.verify()
+    except RuntimeError as error:
+        return " / ".join(line.strip() for line in str(error).splitlines()[:3])
+    return None
 
 
 def _unresolved_declarations(module: llvm.ModuleRef) -> list[str]:

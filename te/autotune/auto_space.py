@@ -21,7 +21,9 @@ the xgb tuner's cold start around it) is already a good kernel. Policy, per stag
   * injective outputs: fuse outer axes + parallel, split + vectorize the last axis, and
     for long rows a store policy (plain, write prefetch, or non-temporal);
   * non-output reductions: at the reader's row loop (or root), as vector-wide partial
-    results (rfactor over the native lanes, vectorized) when the row is long.
+    results when the row is long (rfactor over one or, the default for long rows, four
+    vectors of lanes, vectorized; four are then folded into one vector by vector adds
+    before the scalar step), optionally prefetching the next row of a streamed input.
 The register-tile micro-kernel of reduction outputs and the packing rewrite live in
 micro_kernel.py. Imports te.compute, te.schedule, micro_kernel, workload.
 """
@@ -165,7 +167,8 @@ def auto_schedule(cfg, outputs, args=None):
 # Prefetch of the next row of a streamed input (the `.prefetch` knobs), default first:
 # into L2 (locality 2, x86 prefetcht1), into every level (3, prefetcht0), or none. L2 by
 # default: the next 4096-wide row would take half of a 32 KiB L1 from the row being
-# worked on (Zen 4, one thread, 4096^2: layernorm 6.0 -> 4.1-4.3 ms, softmax 5.9 -> 5.0).
+# worked on (Zen 4, one thread, 4096^2: layernorm 5.7-6.0 -> 4.1-4.3 ms, softmax 5.8-6.2
+# -> 5.0-5.1 ms).
 PREFETCH = {"l2": 2, "l1": 3, "off": None}
 
 
@@ -278,7 +281,8 @@ def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict,
                      prefetched: set = frozenset()) -> bool:
     """A reduction feeding an output (softmax max/sum, layernorm mean/var): computed at
     the reader's row loop or at root, optionally as vector-wide partial results (rfactor
-    over `lanes` of the reduction axis, the lane axis innermost and vectorized)."""
+    over `lanes` of the reduction axis, the lane axis innermost and vectorized; several
+    vectors of them are folded into one by `_fold_partials`)."""
     name = pfx + ".at"
     cfg.define_knob(name, ["reader", "root"])
     cfg.define_knob(pfx + ".parallel", [True, False])
@@ -290,9 +294,9 @@ def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict,
     wide = [4 * lanes] if can and rext[0] >= 8 * lanes else []
     cfg.define_knob(pfx + ".lanes", wide + [lanes, 1] if can else [1])
     streamed = _streamed_reduction_input(op) if can else None
-    # a pass that reads the row (layernorm's mean) fetches the next row meanwhile, by
-    # default unless an injective stage prefetches that input (`prefetched`): the row's
-    # DRAM read then overlaps this row's other passes
+    # each pass that reads the row (layernorm's mean and variance) fetches the next row
+    # meanwhile, into L2 by default unless an injective stage prefetches that input
+    # (`prefetched`, softmax's exp): the row's DRAM read then overlaps this row's compute
     options = ["off"] if streamed is None else \
         ["off", "l2", "l1"] if streamed in prefetched else list(PREFETCH)
     cfg.define_knob(pfx + ".prefetch", options)

@@ -157,8 +157,9 @@ def _decode(value):
                     and f.default_factory is dataclasses.MISSING}
         given = set(value) - {"type"}
         if not required <= given <= fields:
+            optional = f" (optional: {sorted(fields - required)})" if fields - required else ""
             raise ScheduleError(f"schedule JSON: step {kind} expects fields "
-                                f"{sorted(fields)}, got {sorted(given)}")
+                                f"{sorted(fields)}{optional}, got {sorted(given)}")
         return cls(**{k: _decode(v) for k, v in value.items() if k != "type"})
     if isinstance(value, list):
         return tuple(_decode(v) for v in value)

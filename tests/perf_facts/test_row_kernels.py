@@ -41,3 +41,15 @@ def test_row_kernel_matches_numpy(case, rows, cols):
 def test_streamed_outputs(case):
     mod, _, _ = _run(case, 8, 256)
     assert ("vmovntps" in mod.get_source("asm")) == (case != "sum")
+
+
+@pytest.mark.parametrize("case, reductions", [("softmax", ["Y_maxelem", "Y_expsum"]),
+                                              ("layernorm", ["Y_mean", "Y_var"])])
+def test_row_reductions_fold_their_partial_sums_to_one_vector(case, reductions):
+    """Four vectors of partial results are added into one vector before the scalar step,
+    so that step is LANES dependent scalar operations, not 4 * LANES."""
+    s, args = getattr(kernels, case)(5, 4096)
+    ir = str(te.lower(s, args))
+    for name in reductions:
+        assert f"allocate {name}.rf[float32 * {4 * kernels.LANES}]" in ir
+        assert f"allocate {name}.rf_1[float32 * {kernels.LANES}]" in ir

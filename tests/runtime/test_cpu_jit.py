@@ -1,8 +1,9 @@
-"""compile_llvm: correctness against numpy, libm calls, unresolved symbols, source texts."""
+"""compile_llvm: correctness against numpy, libm calls, unresolved symbols, source texts, and
+what happens when LLVM's optimizer leaves a module invalid."""
 
 import numpy as np
 import pytest
-from rt_kernels import ADD_LL, EXP_LL, EXP_SIGNATURE, SELECT_LL, SELECT_SIGNATURE
+from rt_kernels import ADD_LL, ADD_SIGNATURE, EXP_LL, EXP_SIGNATURE, SELECT_LL, SELECT_SIGNATURE
 
 import runtime
 from runtime import RuntimeBuildError
@@ -115,3 +116,65 @@ def test_runtime_check_status_raises():
     message = r"kernel 'checked' failed a runtime check \(status code 7\)"
     with pytest.raises(RuntimeError, match=message):
         module(np.zeros(4, np.float32))
+
+
+class _BrokenAfterOptimizing:
+    """Makes runtime.cpu see LLVM's optimizer leave the module invalid on the first
+    `broken_runs` optimizations (as LLVM 22's SLP vectorizer did on one elementwise
+    chain), whatever LLVM version runs the test; records each optimization's
+    (opt_level, slp)."""
+
+    def __init__(self, monkeypatch, broken_runs: int):
+        import llvmlite.binding as llvm
+
+        import runtime.cpu as cpu
+        self.calls, self.left, self._pending = [], broken_runs, False
+        real_optimize, real_verify = cpu._optimize, llvm.ModuleRef.verify
+
+        def optimize(module, tm, opt_level, slp=True):
+            self.calls.append((opt_level, slp))
+            real_optimize(module, tm, opt_level, slp=slp)
+            self._pending = self.left > 0
+            self.left -= 1
+
+        def verify(module):
+            if self._pending:
+                self._pending = False
+                raise RuntimeError("Instruction does not dominate all uses!\n  %9 = fadd\nx\ny")
+            return real_verify(module)
+        monkeypatch.setattr(cpu, "_optimize", optimize)
+        monkeypatch.setattr(llvm.ModuleRef, "verify", verify)
+
+
+def test_invalid_ir_after_slp_is_optimized_again_without_it(monkeypatch):
+    fake = _BrokenAfterOptimizing(monkeypatch, broken_runs=1)
+    with pytest.warns(RuntimeWarning, match=r"^LLVM's SLP vectorizer produced invalid IR for "
+                                            r"this kernel \(a bug in LLVM\); it was optimized "
+                                            r"without SLP vectorization: Instruction does not "
+                                            r"dominate all uses! / %9 = fadd / x$"):
+        mod = runtime.Module(runtime.compile_llvm(ADD_LL, opt_level=3), ADD_SIGNATURE)
+    assert fake.calls == [(3, True), (3, False)]
+    a, b = np.random.default_rng(3).standard_normal((2, 37), dtype=np.float32)
+    c = np.full(37, np.nan, dtype=np.float32)
+    mod(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+
+
+def test_invalid_ir_with_and_without_slp_is_a_build_error(monkeypatch):
+    fake = _BrokenAfterOptimizing(monkeypatch, broken_runs=2)
+    with pytest.raises(RuntimeBuildError, match=r"^LLVM's optimizer produced invalid IR with and "
+                                                r"without its SLP vectorizer \(a bug in LLVM\): "
+                                                r"Instruction does not dominate all uses! / "
+                                                r"%9 = fadd / x; without SLP: Instruction"):
+        runtime.compile_llvm(ADD_LL, opt_level=2)
+    assert fake.calls == [(2, True), (2, False)]
+
+
+@pytest.mark.parametrize("opt_level", [0, 1])
+def test_invalid_ir_below_opt_level_2_is_not_retried(monkeypatch, opt_level):
+    fake = _BrokenAfterOptimizing(monkeypatch, broken_runs=1)   # no SLP at these levels
+    with pytest.raises(RuntimeBuildError, match=rf"^LLVM's optimizer \(opt_level {opt_level}\) "
+                                                r"produced invalid IR \(a bug in LLVM\): "
+                                                r"Instruction does not dominate all uses!"):
+        runtime.compile_llvm(ADD_LL, opt_level=opt_level)
+    assert fake.calls == [(opt_level, True)]

@@ -64,7 +64,8 @@ def test_a_prefetch_step_saved_without_locality_replays_with_the_default():
     assert str(te.lower(s2, [A2, C2])) == str(te.lower(s, [A, C]))
     with pytest.raises(te.ScheduleError, match=r"^schedule JSON: step Prefetch expects "
                                                r"fields \['axis', 'locality', 'offset', "
-                                               r"'stage', 'tensor', 'value_index'\], got "):
+                                               r"'stage', 'tensor', 'value_index'\] "
+                                               r"\(optional: \['locality'\]\), got "):
         te.create_schedule(C2.op).replay(old.replace(', "offset": 3', ""))
 
 
