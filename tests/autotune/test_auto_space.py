@@ -335,3 +335,30 @@ def test_register_tile_fills_the_axis_the_streamed_operand_does_not_depend_on():
         s, a = auto_schedule(space.from_json_dict({"knobs": values}), out, args)
         got = _run(s, a, inputs)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_row_reduction_partials_in_other_dtypes_match_numpy(dtype):
+    """The partial-result stages (one or four vectors, folded) of a row sum in a dtype
+    with other lanes than float32 (float64: half as many, int32: integer adds), at the
+    reader's row loop and at root: every combination gives numpy's answer."""
+    X = te.placeholder((5, 301), name="X", dtype=dtype)
+    k = te.reduce_axis((0, 301), name="k")
+    S = te.compute((5,), lambda i: te.sum(X[i, k], axis=k), name="S")
+    out = te.compute((5, 301), lambda i, j: X[i, j] - S[i], name="D")
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    lanes = vector_lanes(dtype)
+    assert list(space.knobs["S.lanes"].options) == [4 * lanes, lanes, 1]
+    args = default_args(out)
+    inputs = _inputs(args, np.random.default_rng(5))
+    want = inputs[0] - inputs[0].sum(axis=1, keepdims=True)
+    for width in (4 * lanes, lanes, 1):
+        for at in ("reader", "root"):
+            values = dict(space.default().values, **{"S.lanes": width, "S.at": at})
+            s, a = auto_schedule(space.from_json_dict({"knobs": values}), out)
+            assert (f"allocate S.rf_1[{dtype} * {lanes}]" in str(te.lower(s, a))) == \
+                (width == 4 * lanes)
+            got, = _run(s, a, inputs)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9,
+                                       err_msg=f"{dtype} lanes {width} at {at}")
