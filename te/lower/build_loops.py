@@ -2,9 +2,10 @@
 
 Takes a Schedule and the argument tensors, gives a Stmt of For loops, ProducerRealize
 scopes and ProducerStores: one loop nest per stage in its leaf order, attached stages
-inside the loop they are attached to, inlined stages substituted into their readers,
-reductions split into an init nest and an update nest, and guards where a split does not
-divide. Imports te.compute, te.schedule, ir, bound, arith.
+inside the loop they are attached to, stages fused by compute_with inside their parent's
+innermost shared loop, inlined stages substituted into their readers, reductions split into
+an init nest and an update nest, and guards where a split does not divide. Imports
+te.compute, te.schedule, ir, bound, arith, compute_with, prefetch.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..schedule.schedule import INLINE, ROOT, SCOPE, Schedule, Stage
 from . import ir
 from .arith import Analyzer, interval
 from .bound import enclosing_loops, infer_bounds, leaf_to_root
+from .compute_with import check_extents, check_same_iteration, fusions, inner_part
 from .prefetch import prefetch_stmt
 
 
@@ -71,6 +73,9 @@ class LoopBuilder:
         for st in sch.stages:
             if st in bounds and st.attach_type == SCOPE:
                 self.attached.setdefault((st.attach_stage, st.attach_ivar), []).append(st)
+        self.fusions = fusions(sch, self.attached)  # parent -> [(stage, depth)]
+        self.fused_into = {st for group in self.fusions.values() for st, _ in group}
+        self.shared_parts: dict = {}  # (parent, leaf) -> fused stages' parts in that loop
 
     def build(self) -> ir.Stmt:
         for st in self.bounds:
@@ -85,7 +90,8 @@ class LoopBuilder:
     def _wrap_stages(self, stages: list, inner: ir.Stmt | None) -> ir.Stmt:
         body = inner
         for st in reversed(stages):
-            body = ir.seq(self.stage_nest(st), body)
+            if st not in self.fused_into:  # else its nest is inside its parent's loops
+                body = ir.seq(self.stage_nest(st), body)
             if st.op not in self.arg_ops:
                 body = self._realize(st, body)
         return body
@@ -116,6 +122,7 @@ class LoopBuilder:
         body = tuple(E.substitute(x, vmap) for x in self.bodies[st])
         out_idx = tuple(values[iv] for iv in st.op.axis)
         self.reads[st] = (body, out_idx, ana)
+        self._fuse_into(st)
         leaves = st.leaf_iter_vars
         first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == REDUCE), None)
         data_guard = _conj([guards[iv] for iv in st.op.axis])
@@ -131,6 +138,17 @@ class LoopBuilder:
         init_nest = self._loops(st, init_loops, init, attach=False)
         update_nest = self._loops(st, leaves[first_red:], update)
         return self._loops(st, leaves[:first_red], ir.seq(init_nest, update_nest))
+
+    def _fuse_into(self, parent: Stage) -> None:
+        """Build the nests of the stages fused into `parent` (compute_with) and keep the
+        body of each one's innermost shared loop for _loops to put in parent's loop."""
+        for st, depth in self.fusions.get(parent, ()):
+            check_extents(st, parent, depth, self.bounds)
+            nest = self.stage_nest(st)
+            check_same_iteration(st, parent, depth, self.reads,
+                                 {s: self.bounds[s].extent for s in (st, parent)})
+            self.shared_parts.setdefault((parent, parent.leaf_iter_vars[depth]), []).append(
+                inner_part(nest, st, parent, depth))
 
     def _guard(self, st: Stage, iv, offset, value, ana: Analyzer, leaf_ranges: dict) -> E.Expr:
         """The condition under which root var iv's value lies in range (True if provable)."""
@@ -178,6 +196,8 @@ class LoopBuilder:
             attr = st.iter_attrs.get(iv)
             if attach and attr and attr.prefetch:
                 body = ir.seq(self._prefetches(st, iv, attr), body)
+            if attach and (st, iv) in self.shared_parts:  # compute_with: theirs run first
+                body = ir.seq(*self.shared_parts[(st, iv)], body)
             kind = attr.kind if attr else ir.SERIAL
             ext = b.extent[iv]
             body = ir.For(iv.var, E.const(0, ext.dtype), ext, kind, body,

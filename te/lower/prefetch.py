@@ -35,7 +35,7 @@ def prefetch_stmt(st: Stage, iv, tensor, offset: int, body: tuple, out_idx: tupl
         tensor = producer.op.output(tensor.value_index)
     _check_storage(st, tensor, where)
     write = producer is st
-    loads = [TensorLoad(tensor.dtype, tensor, out_idx)] if write else _reads_of(body, tensor)
+    loads = [TensorLoad(tensor.dtype, tensor, out_idx)] if write else reads_of(body, tensor)
     if not loads:
         raise LoweringError(f"{where}: the stage does not read '{tensor.name}' (was it "
                             f"inlined into the stage, or cached, after prefetch?)")
@@ -81,7 +81,8 @@ def _check_direct(load: TensorLoad, where: str) -> None:
                             f"'{inner[0].tensor.name}' instead")
 
 
-def _reads_of(body: tuple, tensor) -> list:
+def reads_of(body: tuple, tensor) -> list:
+    """Every load of output `tensor` in the expressions of `body`."""
     found = []
 
     def visit(e):

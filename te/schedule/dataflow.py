@@ -261,6 +261,9 @@ def _apply_one(sch: Schedule, step) -> None:
     elif isinstance(step, S.ComputeAt):
         parent = _stage(sch, step.parent)
         st.compute_at(parent, _axis(parent, step.axis))
+    elif isinstance(step, S.ComputeWith):
+        parent = _stage(sch, step.parent)
+        st.compute_with(parent, _axis(parent, step.axis))
     elif isinstance(step, S.ComputeInline):
         st.compute_inline()
     elif isinstance(step, S.ComputeRoot):

@@ -61,6 +61,7 @@ class Stage:
         self.scope = "global"
         self.is_output = False
         self.storage_aligns: list = []  # (root IterVar, factor, offset)
+        self.fused_with: tuple | None = None  # (stage, its leaf IterVar): compute_with
         self.reset_loops()
 
     def reset_loops(self) -> None:
@@ -331,6 +332,45 @@ class Stage:
                                 f"computed inside its loops")
         self._record(S.ComputeAt(self._ref(), parent._ref(), parent._axis_ref(scope)))
         self.attach_type, self.attach_stage, self.attach_ivar = SCOPE, parent, scope
+
+    def compute_with(self, parent: "Stage", scope: IterVar) -> None:
+        """Run this stage's loops fused with `parent`'s, from the outermost loop down to
+        loop `scope` of `parent` (Halide's compute_with): each iteration of the shared
+        loops first does this stage's part, then `parent`'s, so a value this stage
+        computes is consumed while it is still in registers or L1 instead of in a second
+        pass over a buffer. The two stages must be computed at the same place (both at
+        root, or at the same loop), and this stage must come first in the schedule.
+
+        Lowering checks the rest: the shared loops have equal extents; this stage's shared
+        loops carry no annotation, prefetch (above the innermost shared loop) or attached
+        stage (above it), and no reduction axis; and each iteration of `parent` reads
+        only what the same iteration of this stage has computed."""
+        who = f"compute_with on stage '{self.name}'"
+        if not isinstance(parent, Stage) or parent.schedule is not self.schedule:
+            raise ScheduleError(f"{who}: parent must be a stage of the same schedule "
+                                f"(s[tensor]), got {parent!r}")
+        self._check_placeable("compute_with")
+        if parent is self:
+            raise ScheduleError(f"{who}: cannot fuse a stage with itself")
+        if isinstance(parent.op, PlaceholderOp):
+            raise ScheduleError(f"{who}: parent '{parent.name}' is a placeholder (an input) "
+                                f"and has no loops")
+        for st, role in ((self, "the stage"), (parent, f"parent '{parent.name}'")):
+            if st.attach_type == INLINE:
+                raise ScheduleError(f"{who}: {role} is inlined and has no loops")
+        if not isinstance(scope, IterVar) or scope not in parent.leaf_iter_vars:
+            leaves = ", ".join(v.var.name for v in parent.leaf_iter_vars)
+            got = f"'{scope.var.name}'" if isinstance(scope, IterVar) else \
+                type(scope).__name__
+            raise ScheduleError(f"{who}: scope must be a current loop of '{parent.name}' "
+                                f"({leaves}), got {got}")
+        stages = self.schedule.stages
+        if stages.index(self) > stages.index(parent):
+            raise ScheduleError(f"{who}: it must come before '{parent.name}' in the "
+                                f"schedule's stage order (producers first), since its part "
+                                f"of each shared iteration runs first")
+        self._record(S.ComputeWith(self._ref(), parent._ref(), parent._axis_ref(scope)))
+        self.fused_with = (parent, scope)
 
     def compute_inline(self) -> None:
         """Substitute this stage's expression into every reader; it gets no loops."""

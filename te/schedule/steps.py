@@ -70,6 +70,14 @@ class ComputeAt:
 
 
 @dataclass(frozen=True)
+class ComputeWith:
+    """Fuse the stage's loops with `parent`'s, outermost down to `parent`'s loop `axis`."""
+    stage: StageRef
+    parent: StageRef
+    axis: AxisRef
+
+
+@dataclass(frozen=True)
 class ComputeInline:
     stage: StageRef
 
@@ -129,8 +137,9 @@ class RFactor:
 
 
 STEP_TYPES = {cls.__name__: cls for cls in (Split, Fuse, Reorder, Annotate, Bind, ComputeAt,
-                                            ComputeInline, ComputeRoot, StorageAlign, Pragma,
-                                            Prefetch, CacheRead, CacheWrite, RFactor)}
+                                            ComputeWith, ComputeInline, ComputeRoot,
+                                            StorageAlign, Pragma, Prefetch, CacheRead,
+                                            CacheWrite, RFactor)}
 _REF_TYPES = {"AxisRef": AxisRef, "StageRef": StageRef}
 
 
