@@ -97,7 +97,7 @@ def test_prefetched_non_dividing_split_matches_numpy(where):
     np.testing.assert_array_equal(b2, a * 2)
 
 
-@pytest.mark.parametrize("rows, cols", [(37, 101), (3, 16), (5, 4096)])
+@pytest.mark.parametrize("rows, cols", [(37, 101), (9, 16), (3, 48), (5, 4096)])
 def test_prefetched_softmax_matches_numpy(rows, cols):
     s, args = kernels.softmax(rows, cols)
     assert "prefetch(" in str(te.lower(s, args))

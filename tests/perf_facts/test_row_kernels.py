@@ -3,6 +3,7 @@ shapes (rows that the row block does not divide, columns that the vector width d
 and the one fact of their code the benchmark relies on: outputs written once go past the
 caches (vmovntps), reductions to a small output do not."""
 import os
+import re
 import sys
 
 import numpy as np
@@ -53,3 +54,22 @@ def test_row_reductions_fold_their_partial_sums_to_one_vector(case, reductions):
     for name in reductions:
         assert f"allocate {name}.rf[float32 * {4 * kernels.LANES}]" in ir
         assert f"allocate {name}.rf_1[float32 * {kernels.LANES}]" in ir
+
+
+def test_softmax_sums_each_exp_in_the_loop_that_computes_it():
+    """compute_with: one loop over the row both stores 4 vectors of exps and adds them to
+    the partial sums, so the sum makes no second pass over the row buffer."""
+    s, args = kernels.softmax(5, 4096)
+    ir = str(te.lower(s, args))
+    lanes = 4 * kernels.LANES
+    loops = [m.groups() for m in re.finditer(
+        r"for \((k\.outer\w*), 0, %d\) \{\n(.*?)\n\s*\}\n" % (4096 // lanes), ir, re.S)
+        if "Y_exp[" in m.group(2)]
+    assert len(loops) == 1, ir
+    k, body = loops[0]
+    assert f"Y_exp[ramp({k}*{lanes}, 1, {lanes})] = exp(" in body, body
+    assert f"Y_expsum.rf[ramp(0, 1, {lanes})] + Y_exp[ramp({k}*{lanes}, 1, {lanes})]" \
+        in body, body
+    # in each copy of the row (the last row is peeled off: it prefetches nothing), the
+    # buffer is stored once and read twice: by the sum and by the scale
+    assert ir.count("Y_exp[ramp(") == 3 * ir.count("allocate Y_exp[")
