@@ -13,6 +13,7 @@ from te.autotune.auto_space import auto_schedule, default_args, vector_lanes
 from te.autotune.space import ConfigSpace
 from te.compute import ops
 from te.compute.tensor import PlaceholderOp
+from te.schedule import steps as S
 from helpers import rand_array
 
 N_CONFIGS = 5
@@ -168,6 +169,35 @@ def test_row_kernels_offer_prefetch_and_wide_partial_sums():
     short = ConfigSpace()
     auto_schedule(short, GRAPHS["softmax"])          # 20-wide rows: nothing to prefetch
     assert list(short.knobs["T_softmax_exp.prefetch"].options) == ["off"]
+
+
+def test_softmax_exp_shares_the_loop_of_its_sums_partial_results():
+    """By default the exp stage is split as wide as the sum's partial results and shares
+    their loop (compute_with), as the hand kernel does; `own` keeps a loop of its own, and
+    with the sum at root there is nothing to share. Each gives the unscheduled result on
+    rows of 301 (not a multiple of the partial sums' width)."""
+    out = LONG_ROWS["softmax_long"]
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    assert list(space.knobs["T_softmax_exp.sum_with"].options) == ["fused", "own"]
+    lanes = 4 * vector_lanes("float32")
+    args = default_args(out)
+    inputs = _inputs(args, np.random.default_rng(2))
+    want = _run(te.create_schedule(out.op), args, inputs)
+    shared = f"T_softmax_exp[ramp(k.outer_1*{lanes}, 1, {lanes})]"
+    for change, fused in (({}, True), ({"T_softmax_exp.sum_with": "own"}, False),
+                          ({"T_softmax_expsum.at": "root"}, False)):
+        values = dict(space.default().values, **change)
+        s, a = auto_schedule(space.from_json_dict({"knobs": values}), out)
+        assert any(isinstance(step, S.ComputeWith) for step in s.steps) == fused, change
+        ir = str(te.lower(s, a))
+        assert (f"{shared} = exp(" in ir) == fused, ir
+        for g, w in zip(_run(s, a, inputs), want):
+            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4, err_msg=str(change))
+    short = ConfigSpace()
+    auto_schedule(short, GRAPHS["layer_norm"])  # its sums read X, not a stage of its own
+    assert not any(k.endswith(".sum_with") and len(v.options) > 1
+                   for k, v in short.knobs.items())
 
 
 @pytest.mark.parametrize("name", sorted(LONG_ROWS))
