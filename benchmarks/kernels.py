@@ -222,8 +222,10 @@ def softmax(rows: int, cols: int):
     exp(NaN - max) in the sum, as numpy's softmax does. The exp pass shares the loop of
     the sum's partial-result stage (compute_with): each iteration computes 4 vectors of
     exps and adds them to the 4 partial sums while they are still in registers, instead
-    of a second pass over the row buffer (Zen 4, one thread, alternating runs: 0.63 ->
-    0.70 of the copy kernel's speed). While the exp phase of row i runs, it prefetches row
+    of a second pass over the row buffer (Zen 4, 4096^2, alternating runs of 21 rounds on
+    a quiet machine: 0.622 -> 0.638 of the copy kernel's speed at one thread, 0.876 ->
+    0.886 at two; 0.63 -> 0.70 at one thread while a neighbour loaded the machine; but
+    5% slower on rows already in L2). While the exp phase of row i runs, it prefetches row
     i + 1 of X into L2 (one cache line per vector), so the DRAM read overlaps the compute;
     the scale phase writes Y with non-temporal stores (Zen 4, one thread: 10.2 -> 8.0 ms;
     5.8-6.2 -> 5.0-5.1 ms with the prefetch into L2 instead of L1)."""
