@@ -344,7 +344,10 @@ class Stage:
         Lowering checks the rest: the shared loops have equal extents; this stage's shared
         loops carry no annotation, prefetch (above the innermost shared loop) or attached
         stage (above it), and no reduction axis; and each iteration of `parent` reads
-        only what the same iteration of this stage has computed."""
+        only what the same iteration of this stage has computed: the same elements at the
+        same inner step (both stages with alike inner loops), or elements inside the
+        range this iteration writes without gaps. A fusion that cannot be shown legal is
+        refused, not run. Make cache_write and rfactor of `parent` before compute_with."""
         who = f"compute_with on stage '{self.name}'"
         if not isinstance(parent, Stage) or parent.schedule is not self.schedule:
             raise ScheduleError(f"{who}: parent must be a stage of the same schedule "
@@ -360,8 +363,9 @@ class Stage:
                 raise ScheduleError(f"{who}: {role} is inlined and has no loops")
         if not isinstance(scope, IterVar) or scope not in parent.leaf_iter_vars:
             leaves = ", ".join(v.var.name for v in parent.leaf_iter_vars)
-            got = f"'{scope.var.name}'" if isinstance(scope, IterVar) else \
-                type(scope).__name__
+            got = type(scope).__name__ if not isinstance(scope, IterVar) else \
+                f"'{scope.var.name}'" + ("" if scope in parent.all_iter_vars else
+                                         " of another stage")
             raise ScheduleError(f"{who}: scope must be a current loop of '{parent.name}' "
                                 f"({leaves}), got {got}")
         stages = self.schedule.stages

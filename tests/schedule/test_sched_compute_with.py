@@ -131,9 +131,69 @@ def test_fusion_at_the_row_only_allows_any_order_inside_the_row():
     s[B].compute_with(s[C], C.op.axis[1])
     with pytest.raises(te.LoweringError, match=re.escape(
             "compute_with of 'B' into 'C': an iteration of the shared loops reads "
-            "B[i..i, 10 - j..10 - j] but computes only B[i..i, j..j]; share fewer "
-            "loops, or split both stages alike")):
+            "B[i..i, 10 - j..10 - j], which that iteration cannot be shown to compute (it "
+            "computes B[i, j] over its inner loops); share fewer loops, or give both "
+            "stages the same inner loops")):
         te.lower(s, [A, C])
+
+
+# Three schedules that lowered and gave wrong results before the same-iteration check
+# knew the exact set a stage writes (found by review): each is now refused.
+
+def test_a_strided_write_is_not_its_bounding_box():
+    """B's loops reordered (j.inner, j.outer): iteration v writes B[v], B[v + 2], ...;
+    C (nparts=2) reads B[4v .. 4v + 3] at v, inside that box but partly unwritten."""
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda j: A[j] * 2.0, name="B")
+    C = te.compute((8,), lambda j: B[j] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    bo, bi = s[B].split(B.op.axis[0], factor=2)
+    s[B].reorder(bi, bo)
+    co, ci = s[C].split(C.op.axis[0], nparts=2)
+    s[B].compute_with(s[C], co)
+    _lower_error(s, [A, C], "compute_with of 'B' into 'C': an iteration of the shared loops "
+                            "reads B[j.outer*4..(j.outer*4) + 3], which that iteration "
+                            "cannot be shown to compute")
+
+
+def test_a_fused_then_split_write_has_gaps_in_its_box():
+    """Both stages fuse (i, j) and split by 6; C reads its row backwards. An iteration
+    writes 6 consecutive elements, whose row-by-column box holds elements of the next
+    iteration. The same loops with C reading B at the same element are legal."""
+    A = te.placeholder((3, 4), name="A")
+    B = te.compute((3, 4), lambda i, j: A[i, j] * 2.0, name="B")
+    for mirror in (True, False):
+        C = te.compute((3, 4), lambda i, j: (B[i, 3 - j] if mirror else B[i, j]) + 1.0,
+                       name="C")
+        s = te.create_schedule(C.op)
+        for t in (B, C):
+            fused = s[t].fuse(*t.op.axis)
+            s[t].split(fused, factor=6)
+        s[B].compute_with(s[C], s[C].leaf_iter_vars[0])
+        if mirror:
+            _lower_error(s, [A, C], "compute_with of 'B' into 'C': an iteration of the "
+                                    "shared loops reads B[floordiv(")
+        else:
+            check_schedule(s, [A], [C], lambda a: a * 2.0 + 1.0)
+
+
+def test_a_reduction_init_that_reads_the_stage_runs_before_shared_reduction_loops():
+    X = te.placeholder((3, 1, 5), name="X")
+    A = te.placeholder((3, 5), name="A")
+    B = te.compute((3, 5), lambda i, j: A[i, j] * 2.0, name="B")
+    k = te.reduce_axis((0, 1), name="k")
+    C = te.compute((3, 5), lambda i, j: te.sum(X[i, k, j], axis=k, init=B[i, j]), name="C")
+    s = te.create_schedule(C.op)
+    s[C].reorder(C.op.axis[0], k, C.op.axis[1])
+    bo, bi = s[B].split(B.op.axis[0], factor=1)
+    s[B].compute_with(s[C], C.op.axis[1])
+    _lower_error(s, [X, A, C], "compute_with of 'B' into 'C': the reduction's init reads "
+                               "'B', but the init runs before reduction loop 'k', and the "
+                               "stage's part now runs inside it; share only loops outside "
+                               "'k'")
+    s = te.create_schedule(C.op)
+    s[B].compute_with(s[C], C.op.axis[0])  # outside k: the init runs after B's part
+    check_schedule(s, [X, A], [C], lambda x, a: x.sum(axis=1) + a * 2.0)
 
 
 def test_compute_with_records_a_step_that_replays():
@@ -170,7 +230,7 @@ def test_schedule_errors_are_pinned():
         s[B].compute_with(s[A], i)
     with pytest.raises(te.ScheduleError, match=re.escape(
             "compute_with on stage 'B': scope must be a current loop of 'C' (i, j), got "
-            "'i'")):
+            "'i' of another stage")):
         s[B].compute_with(s[C], B.op.axis[0])
     with pytest.raises(te.ScheduleError, match=re.escape(
             "compute_with on stage 'B': scope must be a current loop of 'C' (i, j), got "
@@ -215,8 +275,8 @@ def test_shared_loops_need_equal_extents():
     C = te.compute((7, 12), lambda i, j: B[i, j] + 1.0, name="C")
     s = te.create_schedule(C.op)
     s[B].compute_with(s[C], C.op.axis[1])
-    _lower_error(s, [A, C], "compute_with of 'B' into 'C': loop 'j' runs 13 times but 'j' "
-                            "runs 12; shared loops need equal extents")
+    _lower_error(s, [A, C], "compute_with of 'B' into 'C': loop 'j' has extent 13 but 'j' "
+                            "has 12; shared loops need equal extents")
 
 
 def test_the_stage_needs_as_many_loops_as_are_shared():
@@ -247,6 +307,11 @@ def test_the_stages_shared_loops_carry_no_annotation():
     s[B].compute_with(s[C], C.op.axis[0])
     _lower_error(s, [A, B, C], "compute_with of 'B' into 'C': loop 'i' of 'B' is parallel; "
                                "shared loops take the parent's annotations")
+    s = te.create_schedule([B.op, C.op])
+    s[B].pragma(B.op.axis[0], "unroll_explicit")
+    s[B].compute_with(s[C], C.op.axis[0])
+    _lower_error(s, [A, B, C], "compute_with of 'B' into 'C': loop 'i' of 'B' is annotated "
+                               "with pragma 'unroll_explicit'; shared loops take the parent's")
 
 
 def test_prefetch_only_at_the_innermost_shared_loop():
@@ -282,7 +347,8 @@ def test_a_stage_in_between_must_not_read_the_fused_stage():
     s = te.create_schedule([M.op, C.op])
     s[B].compute_with(s[C], C.op.axis[0])
     _lower_error(s, [A, M, C], "compute_with of 'B' into 'C': stage 'M' runs between the "
-                               "two and reads 'B', which now runs later")
+                               "two and reads 'B', which now runs later (a cache_write or "
+                               "rfactor of 'C' made after compute_with adds such a stage")
 
 
 def test_stages_computed_inside_the_parent():
@@ -294,7 +360,7 @@ def test_stages_computed_inside_the_parent():
     s[D].compute_at(s[C], C.op.axis[1])
     s[B].compute_with(s[C], C.op.axis[0])
     _lower_error(s, [A, C], "compute_with of 'B' into 'C': stage 'D' is computed inside 'C' "
-                            "and reads 'B', which now runs later")
+                            "and reads 'B'; only 'C' itself may read a stage fused into it")
     # the other way round, the fused stage reading a stage computed inside the parent, is
     # already refused by bound inference: the fused stage is a reader outside that loop
     F = te.compute((7, 13), lambda i, j: A[i, j] + 5.0, name="F")
@@ -335,17 +401,20 @@ def test_chains_and_changes_after_compute_with():
 
 def _draw_loop_plan(data, extents):
     """Splits (factor or nparts, or none) of each root axis, a leaf order, an optional
-    fuse of two adjacent leaves: drawn once, so two stages can get the same loops."""
+    fuse of two adjacent leaves and a split of the fused loop: drawn once, so two stages
+    can get the same loops."""
     splits = [data.draw(st.one_of(st.none(), st.tuples(st.booleans(), st.integers(1, e + 2))),
                         label="split") for e in extents]
     n = sum(1 if sp is None else 2 for sp in splits)
     order = data.draw(st.permutations(range(n)), label="order")
     fuse = data.draw(st.one_of(st.none(), st.integers(0, n - 2)), label="fuse at")
-    return splits, order, fuse
+    resplit = data.draw(st.one_of(st.none(), st.integers(2, 8)), label="split fused by") \
+        if fuse is not None else None
+    return splits, order, fuse, resplit
 
 
 def _apply_loop_plan(stage, plan):
-    splits, order, fuse = plan
+    splits, order, fuse, resplit = plan
     for iv, sp in zip(list(stage.leaf_iter_vars), splits):
         if sp is not None:
             nparts, value = sp
@@ -354,7 +423,9 @@ def _apply_loop_plan(stage, plan):
     stage.reorder(*[leaves[k] for k in order])
     if fuse is not None:
         leaves = stage.leaf_iter_vars
-        stage.fuse(leaves[fuse], leaves[fuse + 1])
+        fused = stage.fuse(leaves[fuse], leaves[fuse + 1])
+        if resplit is not None:
+            stage.split(fused, factor=resplit)
 
 
 @given(st.data())
@@ -363,13 +434,14 @@ def test_random_fusions_give_the_unfused_result(data):
     """A producer B and its consumer C (both at root) get the same random loops (or, one
     time in four, each its own), C may vectorize its innermost loop or parallelize its
     outermost, and B is fused into C at a random depth: lowering either refuses with a
-    compute_with error or the result matches numpy. C may also read B at its row's mirror
-    image, which makes fusing inside the row illegal."""
+    compute_with error or the result matches numpy. C may also read B at its row's or its
+    column's mirror image, which makes fusing inside the row (or at all) illegal."""
     A = te.placeholder((5, 9), name="A")
     B = te.compute((5, 9), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
-    mirror = data.draw(st.booleans(), label="C also reads B[i, 8 - j]")
-    C = te.compute((5, 9), lambda i, j: B[i, j] * A[i, j] + (B[i, 8 - j] if mirror else 0.0),
-                   name="C")
+    mirror = data.draw(st.sampled_from([None, "row", "column"]), label="C also reads")
+    extra = {None: lambda i, j: 0.0, "row": lambda i, j: B[i, 8 - j],
+             "column": lambda i, j: B[4 - i, j]}[mirror]
+    C = te.compute((5, 9), lambda i, j: B[i, j] * A[i, j] + extra(i, j), name="C")
     s = te.create_schedule(C.op)
     plan = _draw_loop_plan(data, [5, 9])
     _apply_loop_plan(s[C], plan)
@@ -394,4 +466,5 @@ def test_random_fusions_give_the_unfused_result(data):
     c = np.full((5, 9), np.nan, "float32")
     mod(a, c)
     b = a * 2.0 + 1.0
-    np.testing.assert_allclose(c, b * a + (b[:, ::-1] if mirror else 0.0), rtol=1e-6)
+    extra = {None: 0.0, "row": b[:, ::-1], "column": b[::-1, :]}[mirror]
+    np.testing.assert_allclose(c, b * a + extra, rtol=1e-6)
