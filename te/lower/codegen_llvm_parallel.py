@@ -17,6 +17,7 @@ from .visitor import stmt_children
 
 PTR = ir.PointerType()
 I32 = ir.IntType(32)
+I64 = ir.IntType(64)
 
 
 def free_vars(s: tir.Stmt) -> list:
@@ -55,14 +56,22 @@ def free_vars(s: tir.Stmt) -> list:
     return list(seen)
 
 
+# Each thread of a parallel loop claims chunks of about extent / (threads * this)
+# iterations from a shared counter until none are left, so a thread whose core is taken
+# by another process leaves its share to the others instead of holding up the loop.
+CHUNKS_PER_THREAD = 16
+
+
 def emit_parallel_for(gen, s: tir.For) -> None:
-    """Outline the body of parallel loop `s`; every thread runs one contiguous chunk."""
+    """Outline the body of parallel loop `s`; threads claim contiguous chunks of it."""
     mod = gen.mod
     b = gen.b
     lo, extent = gen.expr(s.min), gen.expr(s.extent)
     captured = [v for v in free_vars(s.body) if v in gen.env and v is not s.loop_var]
-    # Field 2, the status a failed heap allocation in the body records (0: success).
-    fields = [lo, extent, I32(0)] + [gen.env[v] for v in captured]
+    # Field 2, the status a failed heap allocation in the body records (0: success);
+    # field 3, the next unclaimed iteration (relative to lo; 64-bit, so that claims past
+    # the end cannot wrap around).
+    fields = [lo, extent, I32(0), I64(0)] + [gen.env[v] for v in captured]
     closure_t = ir.LiteralStructType([f.type for f in fields])
     closure = gen.alloca(closure_t, align=8)
     for k, value in enumerate(fields):
@@ -77,10 +86,11 @@ def emit_parallel_for(gen, s: tir.For) -> None:
     child = type(gen)(mod, fn, in_parallel=True)
     cb = child.b
     values = [cb.load(cb.gep(fn.args[0], [I32(0), I32(k)], source_etype=closure_t), typ=f.type)
-              for k, f in enumerate(fields) if k != 2]
+              for k, f in enumerate(fields) if k not in (2, 3)]
     status_ptr = cb.gep(fn.args[0], [I32(0), I32(2)], source_etype=closure_t)
-    start, count = _chunk(child, values[0], values[1])
-    cb.call(body_fn, values[2:] + [status_ptr, start, count])
+    next_ptr = cb.gep(fn.args[0], [I32(0), I32(3)], source_etype=closure_t)
+    _claim_chunks(child, values[0], values[1], next_ptr,
+                  lambda start, count: cb.call(body_fn, values[2:] + [status_ptr, start, count]))
     cb.ret_void()
     child.finish()
 
@@ -130,21 +140,37 @@ def _outline_body(gen, s: tir.For, name: str, captured: list, index_t) -> ir.Fun
     return fn
 
 
-def _chunk(child, lo, extent) -> tuple:
-    """(start, count) of iterations [tid*chunk, min(extent, (tid+1)*chunk)) offset by lo,
-    with chunk = ceil(extent / nthreads); count <= 0 for threads past the end."""
+def _claim_chunks(child, lo, extent, next_ptr, run) -> None:
+    """Until the loop is used up: claim the next `grain` iterations with an atomic add on
+    the shared counter and run(start, count) on them. grain = ceil(extent / chunks), with
+    chunks = threads * CHUNKS_PER_THREAD, or 1 on one thread (one call, no atomics)."""
     b = child.b
     t = lo.type
-    tid = b.call(child.mod.declare("omp_get_thread_num", I32, []), [])
     nthreads = b.call(child.mod.declare("omp_get_num_threads", I32, []), [])
     if t.width > 32:
-        tid, nthreads = b.sext(tid, t), b.sext(nthreads, t)
+        nthreads = b.sext(nthreads, t)
     one = ir.Constant(t, 1)
-    chunk = b.sdiv(b.sub(b.add(extent, nthreads), one), nthreads)
-    begin = b.mul(tid, chunk)
-    end = b.add(begin, chunk)
+    single = b.icmp_signed("==", nthreads, one)
+    chunks = b.select(single, one, b.mul(nthreads, ir.Constant(t, CHUNKS_PER_THREAD)))
+    grain = b.sdiv(b.sub(b.add(extent, chunks), one), chunks)
+    grain = b.select(b.icmp_signed("<", grain, one), one, grain)
+    wide = (lambda v: b.sext(v, I64)) if t.width < 64 else (lambda v: v)
+    fn = child.fn
+    claim = fn.append_basic_block("claim")
+    work = fn.append_basic_block("claimed")
+    done = fn.append_basic_block("all_claimed")
+    b.branch(claim)
+    b.position_at_end(claim)
+    begin = b.atomic_rmw("add", next_ptr, wide(grain), "monotonic")
+    b.cbranch(b.icmp_signed("<", begin, wide(extent)), work, done)
+    b.position_at_end(work)
+    if t.width < 64:
+        begin = b.trunc(begin, t)
+    end = b.add(begin, grain)
     end = b.select(b.icmp_signed("<", extent, end), extent, end)
-    return b.add(lo, begin), b.sub(end, begin)
+    run(b.add(lo, begin), b.sub(end, begin))
+    b.branch(claim)
+    b.position_at_end(done)
 
 
 def lane(gen, e: E.Expr, k: int) -> ir.Value:

@@ -5,6 +5,8 @@ deterministic facts of the generated IR and x86 assembly.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -164,15 +166,16 @@ def test_allocate_with_symbolic_extent():
     np.testing.assert_allclose(result, (x * 3 + 1)[::-1], rtol=1e-6)
 
 
-def parallel_func(rows: int, cols: E.Var) -> ir.PrimFunc:
-    """for i parallel: for j: t = i*cols + j; out[t] = a[t] + i + scale (scale a let var)."""
+def parallel_func(rows: int, cols: E.Var, first: int = 0) -> ir.PrimFunc:
+    """for i in [first, rows) parallel: for j: t = i*cols + j; out[t] = a[t] + i + scale
+    (scale a let var)."""
     a = buffer("a", "float32", rows * 8)
     out = buffer("out", "float32", rows * 8)
     i, j, scale = E.Var("i", "int32"), E.Var("j", "int32"), E.Var("scale", "float32")
     t = binop("add", binop("mul", i, cols), j)
     value = binop("add", binop("add", ir.Load("float32", a, t), E.Cast("float32", i)), scale)
     inner = ir.For(j, i32(0), cols, ir.SERIAL, ir.Store(out, t, value))
-    outer = ir.For(i, i32(0), i32(rows), ir.PARALLEL, inner)
+    outer = ir.For(i, i32(first), i32(rows - first), ir.PARALLEL, inner)
     return ir.PrimFunc("par", (a, out), (cols,),
                        ir.LetStmt(scale, E.Const("float32", 0.5), outer))
 
@@ -183,11 +186,31 @@ def test_parallel_loop_writes_every_element(parallel):
     f = parallel_func(rows, E.Var("cols", "int32"))
     text = codegen_llvm(f, parallel=parallel)
     assert ("GOMP_parallel" in text) == parallel
-    assert ("omp_get_thread_num" in text) == parallel
+    # threads claim chunks of the loop from a shared 64-bit counter
+    assert bool(re.search(r"atomicrmw add ptr %\S+, i64 ", text)) == parallel
     x = random_array("float32", rows * cols)
     result = np.full(rows * cols, np.nan, "float32")
     compile_func(f, parallel=parallel)(x, result, cols)
     expected = x + np.repeat(np.arange(rows), cols).astype("float32") + 0.5
+    np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_parallel_loop_that_starts_past_zero(threads):
+    """The chunks threads claim count from the loop's first iteration, not from 0."""
+    import runtime
+    rows, cols, first = 103, 8, 7
+    f = parallel_func(rows, E.Var("cols", "int32"), first)
+    x = random_array("float32", rows * cols)
+    result = np.full(rows * cols, np.nan, "float32")
+    before = runtime.num_threads()
+    runtime.set_num_threads(threads)
+    try:
+        compile_func(f, parallel=True)(x, result, cols)
+    finally:
+        runtime.set_num_threads(before)
+    expected = x + np.repeat(np.arange(rows), cols).astype("float32") + 0.5
+    expected[:first * cols] = np.nan
     np.testing.assert_array_equal(result, expected)
 
 
