@@ -252,16 +252,22 @@ def test_schedule_errors_are_pinned():
 
 # -- errors when lowering ------------------------------------------------------------------
 
+def _diamond():
+    """B and C both read A; D reads both."""
+    A = te.placeholder((7, 13), name="A")
+    B = te.compute((7, 13), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((7, 13), lambda i, j: A[i, j] + 1.0, name="C")
+    D = te.compute((7, 13), lambda i, j: B[i, j] + C[i, j], name="D")
+    return A, B, C, D
+
+
 def _lower_error(s, args, message):
     with pytest.raises(te.LoweringError, match=re.escape(message)):
         te.lower(s, args)
 
 
 def test_stages_computed_at_different_places():
-    A = te.placeholder((7, 13), name="A")
-    B = te.compute((7, 13), lambda i, j: A[i, j] * 2.0, name="B")
-    C = te.compute((7, 13), lambda i, j: A[i, j] + 1.0, name="C")
-    D = te.compute((7, 13), lambda i, j: B[i, j] + C[i, j], name="D")
+    A, B, C, D = _diamond()
     s = te.create_schedule(D.op)
     s[B].compute_with(s[C], C.op.axis[0])
     s[B].compute_at(s[D], D.op.axis[0])
@@ -386,10 +392,7 @@ def test_chains_and_changes_after_compute_with():
     s[C].split(C.op.axis[1], factor=4)
     _lower_error(s, [A, B, C], "compute_with of 'B' into 'C': loop 'j' was split or fused "
                                "afterwards; fuse at a current loop")
-    A = te.placeholder((7, 13), name="A")
-    B = te.compute((7, 13), lambda i, j: A[i, j] * 2.0, name="B")
-    C = te.compute((7, 13), lambda i, j: A[i, j] + 1.0, name="C")
-    D = te.compute((7, 13), lambda i, j: B[i, j] + C[i, j], name="D")
+    A, B, C, D = _diamond()
     s = te.create_schedule(D.op)
     s[B].compute_with(s[C], C.op.axis[0])
     s[B].compute_inline()
