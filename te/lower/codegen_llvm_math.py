@@ -61,24 +61,29 @@ def emit_call(gen, e: E.Call) -> ir.Value:
 
 def vector_exp_f32(gen, x, dtype: str) -> ir.Value:
     """exp of a float32 vector without libm (LLVM scalarizes llvm.exp.v*f32 into expf
-    calls), in 21 vector operations and no selects (13 with AVX-512, see scalef): x is
-    clamped to [-104, 88.8] (NaN stays NaN), k = floor(x / ln 2),
-    r = x - (k + 1/2) ln 2 in [-ln 2 / 2, ln 2 / 2) (two-part ln 2),
-    exp(x) = 2^k * sqrt(2) exp(r) with sqrt(2) exp(r) by a degree-5 minimax polynomial
-    (~2 ulp). 2^k is applied as two normal factors 2^(k>>1) and 2^(k - (k>>1)), so k in
-    [-151, 128] needs no special case: results below the normal range round once into the
-    denormals as libm's expf does (the scalar path: every schedule gives the same answer),
+    calls), in 20 vector operations and no selects (12 with AVX-512, see scalef): x is
+    clamped to [-104, 88.8] (NaN stays NaN), k = x / ln 2 rounded to nearest (even),
+    r = x - k ln 2 in [-ln 2 / 2, ln 2 / 2] (two-part ln 2), exp(x) = 2^k * exp(r) with
+    exp(r) = 1 + r q(r), q a degree-4 fit (relative error 1.5e-7 as evaluated in float32;
+    against float64, 2.17 ulp at most and 0.68 on average over the normal range). 2^k is
+    applied as two normal factors 2^(k>>1) and 2^(k - (k>>1)), so k in [-150, 128] needs
+    no special case: results below the normal range round once into the denormals as
+    libm's expf does (the scalar path: every schedule gives the same answer),
     exp(x < -103.97) is 0 and exp(x > 88.72) is inf."""
     b, n = gen.b, dt.lanes(dtype)
     f = gen.float_const
     i32v = ir.VectorType(I32, n)
     clamped = intrinsic(gen, "llvm.minimum", dtype, [
         intrinsic(gen, "llvm.maximum", dtype, [x, f(-104.0, dtype)]), f(88.8, dtype)])
-    k = intrinsic(gen, "llvm.floor", dtype, [b.fmul(clamped, f(1.4426950408889634, dtype))])
-    half = b.fadd(k, f(0.5, dtype))
+    # round to nearest rather than floor: r then needs no (k + 1/2) shift and exp(r) no
+    # sqrt(2) factor, one vector add fewer (Zen 4: 3.04 -> 2.90 ns per 16 floats; one
+    # thread, 4096^2 softmax 5.45 -> 5.13 ms; the floor version: 2.20 ulp at most, 0.61
+    # on average)
+    k = intrinsic(gen, "llvm.roundeven", dtype,
+                  [b.fmul(clamped, f(1.4426950408889634, dtype))])
     fma = "llvm.fma"
-    r = intrinsic(gen, fma, dtype, [half, f(-0.693359375, dtype), clamped])
-    r = intrinsic(gen, fma, dtype, [half, f(2.12194440e-4, dtype), r])
+    r = intrinsic(gen, fma, dtype, [k, f(-0.693359375, dtype), clamped])
+    r = intrinsic(gen, fma, dtype, [k, f(2.12194440e-4, dtype), r])
     p = f(EXP_POLY[-1], dtype)
     for c in reversed(EXP_POLY[:-1]):
         p = intrinsic(gen, fma, dtype, [p, r, f(c, dtype)])
@@ -140,9 +145,11 @@ def _lanes(b, v, lo: int, width: int):
     return b.shuffle_vector(v, v, idx)
 
 
-# sqrt(2) * exp(r) on [-ln 2 / 2, ln 2 / 2], lowest degree first (relative error 7.5e-8).
-EXP_POLY = (1.4142136573791504, 1.4142131805419922, 0.7070911526679993, 0.2357151061296463,
-            0.05927730351686478, 0.011734656058251858)
+# exp(r) = 1 + r q(r) on [-ln 2 / 2, ln 2 / 2], lowest degree first: q fitted for least
+# maximum relative error of the whole (Lawson's iteration on Chebyshev nodes, then each
+# coefficient nudged by float32 ulps): 1.49e-7 evaluated in float32 Horner steps.
+EXP_POLY = (1.0, 0.9999998807907104, 0.4999915063381195, 0.16667185723781586,
+            0.04189795255661011, 0.008317872881889343)
 
 def prefetch(gen, load, write: bool, locality: int = 3) -> ir.Value:
     """llvm.prefetch of the address of scalar `load` (an ir.Load), for reading or writing,
