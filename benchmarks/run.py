@@ -99,16 +99,22 @@ def _calls_for(seconds: float, budget: float = 0.05) -> int:
 
 
 def measure(worker: RefWorker, mod, xs: list, case: str, params: dict, threads: int,
-            rounds: int, kinds=("numpy", "onnxruntime")) -> tuple:
-    """Alternate te and each reference for `rounds` rounds; medians and per-round ratios."""
+            rounds: int, kinds=("numpy", "onnxruntime"), yardstick=None) -> tuple:
+    """Alternate te and each reference for `rounds` rounds; medians and per-round ratios.
+    yardstick: (module, arguments) of a te kernel timed right after te in every round;
+    its per-round ratio (yardstick time / te time, median) lands in ratios["yardstick"]."""
     runtime.set_num_threads(threads)
     evaluate = mod.time_evaluator(number=1, repeat=1)
     first = evaluate(*xs).median
     number = _calls_for(first)
     te_times, ref_times = [], {k: [] for k in kinds}
+    stick_times = []
     na = {}
     for _ in range(rounds):
         te_times.append(mod.time_evaluator(number=number, repeat=3)(*xs).min)
+        if yardstick is not None:
+            stick_mod, stick_xs = yardstick
+            stick_times.append(stick_mod.time_evaluator(number=number, repeat=3)(*stick_xs).min)
         for kind in kinds:
             if kind in na:
                 continue
@@ -124,6 +130,8 @@ def measure(worker: RefWorker, mod, xs: list, case: str, params: dict, threads: 
             continue
         ref_s[kind] = statistics.median(ref_times[kind])
         ratios[kind] = statistics.median(r / t for r, t in zip(ref_times[kind], te_times))
+    if stick_times:
+        ratios["yardstick"] = statistics.median(c / t for c, t in zip(stick_times, te_times))
     return te_med, _spread(te_times), ratios, ref_s
 
 
@@ -247,11 +255,22 @@ def memory_rows(workers, quick: bool, rounds: int) -> list:
         ("layernorm", "layernorm", kernels.layernorm, (n, n), 8 * n * n),
         ("sum", "sum", kernels.row_sum, (n,), 4 * n * n),
     ]
+    # The copy kernel is also timed in every round of every other row, on that row's own
+    # input and (n, n) output: the "% of copy" targets then compare bandwidths taken in
+    # the same seconds and the same memory. This VM's bandwidth moves with its neighbours:
+    # copy at two threads ran 1.6-1.8 ms for minutes at a time, 2.5-2.8 ms otherwise.
+    copy_mod = te.build(*kernels.copy(n, n))
     for name, case, fn, out_shape, nbytes in cases:
         p = dict(rows=n, cols=n)
         mod, xs = _build_checked(fn, (n, n), case, p, out_shape)
+        if case == "copy":
+            stick = None
+        else:
+            out = xs[-1] if xs[-1].shape == (n, n) else _aligned(np.empty((n, n), np.float32))
+            stick = (copy_mod, [xs[0], out])
         for threads in _thread_counts():
-            t, sp, ratios, ref_s = measure(workers[threads], mod, xs, case, p, threads, rounds)
+            t, sp, ratios, ref_s = measure(workers[threads], mod, xs, case, p, threads, rounds,
+                                           yardstick=stick)
             rows.append(Row(name, f"{n}x{n}", threads, t, sp, nbytes, "GB/s", ratios, ref_s))
             _print_row(rows[-1])
     return rows
