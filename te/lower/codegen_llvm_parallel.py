@@ -90,7 +90,8 @@ def emit_parallel_for(gen, s: tir.For) -> None:
     status_ptr = cb.gep(fn.args[0], [I32(0), I32(2)], source_etype=closure_t)
     next_ptr = cb.gep(fn.args[0], [I32(0), I32(3)], source_etype=closure_t)
     _claim_chunks(child, values[0], values[1], next_ptr,
-                  lambda start, count: cb.call(body_fn, values[2:] + [status_ptr, start, count]))
+                  lambda start, count: cb.call(body_fn, values[2:] + [status_ptr, start, count]),
+                  signed=not dt.is_uint(s.loop_var.dtype))
     cb.ret_void()
     child.finish()
 
@@ -140,35 +141,38 @@ def _outline_body(gen, s: tir.For, name: str, captured: list, index_t) -> ir.Fun
     return fn
 
 
-def _claim_chunks(child, lo, extent, next_ptr, run) -> None:
+def _claim_chunks(child, lo, extent, next_ptr, run, signed: bool) -> None:
     """Until the loop is used up: claim the next `grain` iterations with an atomic add on
     the shared counter and run(start, count) on them. grain = ceil(extent / chunks), with
-    chunks = threads * CHUNKS_PER_THREAD, or 1 on one thread (one call, no atomics)."""
+    chunks = threads * CHUNKS_PER_THREAD, or 1 on one thread (the whole loop in one
+    chunk). The counting is 64-bit, extended by the loop variable's signedness, so neither
+    an int32 extent near its maximum nor a uint32 one past 2^31 can wrap."""
     b = child.b
     t = lo.type
-    nthreads = b.call(child.mod.declare("omp_get_num_threads", I32, []), [])
-    if t.width > 32:
-        nthreads = b.sext(nthreads, t)
-    one = ir.Constant(t, 1)
+    widen = (lambda v: v) if t.width == 64 else \
+        (lambda v: b.sext(v, I64)) if signed else (lambda v: b.zext(v, I64))
+    less = b.icmp_signed if signed else b.icmp_unsigned
+    n = widen(extent)
+    nthreads = b.sext(b.call(child.mod.declare("omp_get_num_threads", I32, []), []), I64)
+    one = I64(1)
     single = b.icmp_signed("==", nthreads, one)
-    chunks = b.select(single, one, b.mul(nthreads, ir.Constant(t, CHUNKS_PER_THREAD)))
-    grain = b.sdiv(b.sub(b.add(extent, chunks), one), chunks)
-    grain = b.select(b.icmp_signed("<", grain, one), one, grain)
-    wide = (lambda v: b.sext(v, I64)) if t.width < 64 else (lambda v: v)
+    chunks = b.select(single, one, b.mul(nthreads, I64(CHUNKS_PER_THREAD)))
+    div = b.sdiv if signed else b.udiv
+    grain = div(b.sub(b.add(n, chunks), one), chunks)
+    grain = b.select(less("<", grain, one), one, grain)  # an empty or negative extent
     fn = child.fn
     claim = fn.append_basic_block("claim")
     work = fn.append_basic_block("claimed")
     done = fn.append_basic_block("all_claimed")
     b.branch(claim)
     b.position_at_end(claim)
-    begin = b.atomic_rmw("add", next_ptr, wide(grain), "monotonic")
-    b.cbranch(b.icmp_signed("<", begin, wide(extent)), work, done)
+    begin = b.atomic_rmw("add", next_ptr, grain, "monotonic")
+    b.cbranch(less("<", begin, n), work, done)
     b.position_at_end(work)
-    if t.width < 64:
-        begin = b.trunc(begin, t)
     end = b.add(begin, grain)
-    end = b.select(b.icmp_signed("<", extent, end), extent, end)
-    run(b.add(lo, begin), b.sub(end, begin))
+    end = b.select(less("<", n, end), n, end)
+    narrow = (lambda v: v) if t.width == 64 else (lambda v: b.trunc(v, t))
+    run(b.add(lo, narrow(begin)), narrow(b.sub(end, begin)))
     b.branch(claim)
     b.position_at_end(done)
 

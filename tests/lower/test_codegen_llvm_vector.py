@@ -214,6 +214,30 @@ def test_parallel_loop_that_starts_past_zero(threads):
     np.testing.assert_array_equal(result, expected)
 
 
+@pytest.mark.parametrize("dtype, extent", [("uint32", 2 ** 31 + 100), ("int32", 2 ** 31 - 40),
+                                           ("int64", 1001), ("uint64", 7), ("int32", 0),
+                                           ("int32", -5)])
+def test_parallel_loop_counts_its_chunks_in_64_bits(dtype, extent):
+    """for i in [0, n) parallel: if i == n - 3: out[0] = i. A uint32 extent past 2^31 ran
+    no iteration when the claims were compared as signed, and an int32 extent near its
+    maximum wrapped the grain to one iteration per claim (review of the chunked loops)."""
+    import runtime
+    out = buffer("out", "int64", 1)
+    i, n = E.Var("i", dtype), E.Var("n", dtype)
+    last = binop("sub", n, E.Const(dtype, 3))
+    body = ir.IfThenElse(E.Binary("bool", "eq", i, last),
+                         ir.Store(out, i32(0), E.Cast("int64", i)), None)
+    f = ir.PrimFunc("count", (out,), (n,), ir.For(i, E.Const(dtype, 0), n, ir.PARALLEL, body))
+    before = runtime.num_threads()
+    runtime.set_num_threads(2)
+    try:
+        result = np.full(1, -1, np.int64)
+        compile_func(f, parallel=True)(result, extent)
+    finally:
+        runtime.set_num_threads(before)
+    assert result[0] == (extent - 3 if extent >= 3 else -1)
+
+
 def test_parallel_inside_serial_with_nested_parallel_and_local_alloc():
     """for o serial: for i parallel: tmp[4] local; for k parallel (runs serially): ..."""
     outer_n, n = 3, 29
