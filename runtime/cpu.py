@@ -64,11 +64,15 @@ def is_known_cpu(name: str) -> bool:
 
 
 def _host_cpu(cpu: str | None, features: str | None) -> tuple[str, str]:
-    # Without the host name and features LLVM targets generic x86-64: SSE2, no FMA.
-    return (
-        cpu if cpu is not None else llvm.get_host_cpu_name(),
-        features if features is not None else llvm.get_host_cpu_features().flatten(),
-    )
+    """(cpu, features) for LLVM's target machine. No cpu: this host, with its features
+    (without them LLVM targets generic x86-64: SSE2, no FMA) unless `features` adjusts
+    them. A named cpu: that CPU's own features and what `features` adds or removes, never
+    the host's, or -mcpu=haswell code built on an AVX-512 host would use AVX-512 and fail
+    on a Haswell (te.build's target_features assumes the same)."""
+    if cpu is None:
+        host = llvm.get_host_cpu_features().flatten()
+        return llvm.get_host_cpu_name(), features if features is not None else host
+    return cpu, features if features is not None else ""
 
 
 def _new_target_machine(cpu: str, features: str, opt_level: int, jit: bool) -> llvm.TargetMachine:
