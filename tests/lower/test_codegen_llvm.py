@@ -18,7 +18,8 @@ from te.lower import ir
 from te.lower.codegen_llvm import codegen_llvm
 
 _CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
-           "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint32": ctypes.c_uint32,
+           "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16,
+           "uint32": ctypes.c_uint32,
            "uint64": ctypes.c_uint64, "float32": ctypes.c_float, "float64": ctypes.c_double}
 _ENGINES = []  # keep engines alive: their code is freed with them
 

@@ -216,11 +216,13 @@ def test_parallel_loop_that_starts_past_zero(threads):
 
 @pytest.mark.parametrize("dtype, extent", [("uint32", 2 ** 31 + 100), ("int32", 2 ** 31 - 40),
                                            ("int64", 1001), ("uint64", 7), ("int32", 0),
-                                           ("int32", -5)])
+                                           ("int32", -5), ("int8", 100), ("uint8", 200),
+                                           ("int16", 1000), ("uint16", 60000)])
 def test_parallel_loop_counts_its_chunks_in_64_bits(dtype, extent):
     """for i in [0, n) parallel: if i == n - 3: out[0] = i. A uint32 extent past 2^31 ran
     no iteration when the claims were compared as signed, and an int32 extent near its
-    maximum wrapped the grain to one iteration per claim (review of the chunked loops)."""
+    maximum wrapped the grain to one iteration per claim (review of the chunked loops);
+    8- and 16-bit loop variables crashed codegen before the counting was 64-bit."""
     import runtime
     out = buffer("out", "int64", 1)
     i, n = E.Var("i", dtype), E.Var("n", dtype)
