@@ -151,9 +151,10 @@ def test_a_strided_write_is_not_its_bounding_box():
     s[B].reorder(bi, bo)
     co, ci = s[C].split(C.op.axis[0], nparts=2)
     s[B].compute_with(s[C], co)
-    _assert_lowering_refused(s, [A, C], "compute_with of 'B' into 'C': an iteration of the shared loops "
-                            "reads B[j.outer*4..(j.outer*4) + 3], which that iteration "
-                            "cannot be shown to compute")
+    _assert_lowering_refused(s, [A, C],
+                             "compute_with of 'B' into 'C': an iteration of the shared loops "
+                             "reads B[j.outer*4..(j.outer*4) + 3], which that iteration "
+                             "cannot be shown to compute")
 
 
 def test_a_fused_then_split_write_has_gaps_in_its_box():
@@ -171,8 +172,9 @@ def test_a_fused_then_split_write_has_gaps_in_its_box():
             s[t].split(fused, factor=6)
         s[B].compute_with(s[C], s[C].leaf_iter_vars[0])
         if mirror:
-            _assert_lowering_refused(s, [A, C], "compute_with of 'B' into 'C': an iteration of the "
-                                    "shared loops reads B[floordiv(")
+            _assert_lowering_refused(s, [A, C],
+                                     "compute_with of 'B' into 'C': an iteration of the "
+                                     "shared loops reads B[floordiv(")
         else:
             check_schedule(s, [A], [C], lambda a: a * 2.0 + 1.0)
 
@@ -187,10 +189,11 @@ def test_a_reduction_init_that_reads_the_stage_runs_before_shared_reduction_loop
     s[C].reorder(C.op.axis[0], k, C.op.axis[1])
     bo, bi = s[B].split(B.op.axis[0], factor=1)
     s[B].compute_with(s[C], C.op.axis[1])
-    _assert_lowering_refused(s, [X, A, C], "compute_with of 'B' into 'C': the reduction's init reads "
-                               "'B', but the init runs before reduction loop 'k', and the "
-                               "stage's part now runs inside it; share only loops outside "
-                               "'k'")
+    _assert_lowering_refused(s, [X, A, C],
+                             "compute_with of 'B' into 'C': the reduction's init reads "
+                             "'B', but the init runs before reduction loop 'k', and the "
+                             "stage's part now runs inside it; share only loops outside "
+                             "'k'")
     s = te.create_schedule(C.op)
     s[B].compute_with(s[C], C.op.axis[0])  # outside k: the init runs after B's part
     check_schedule(s, [X, A], [C], lambda x, a: x.sum(axis=1) + a * 2.0)
@@ -271,8 +274,9 @@ def test_stages_computed_at_different_places():
     s = te.create_schedule(D.op)
     s[B].compute_with(s[C], C.op.axis[0])
     s[B].compute_at(s[D], D.op.axis[0])
-    _assert_lowering_refused(s, [A, D], "compute_with of 'B' into 'C': the two stages are computed at "
-                            "different places (loop 'i' of 'D' and root); compute_at both")
+    _assert_lowering_refused(s, [A, D],
+                             "compute_with of 'B' into 'C': the two stages are computed at "
+                             "different places (loop 'i' of 'D' and root); compute_at both")
 
 
 def test_shared_loops_need_equal_extents():
@@ -281,8 +285,9 @@ def test_shared_loops_need_equal_extents():
     C = te.compute((7, 12), lambda i, j: B[i, j] + 1.0, name="C")
     s = te.create_schedule(C.op)
     s[B].compute_with(s[C], C.op.axis[1])
-    _assert_lowering_refused(s, [A, C], "compute_with of 'B' into 'C': loop 'j' has extent 13 but 'j' "
-                            "has 12; shared loops need equal extents")
+    _assert_lowering_refused(s, [A, C],
+                             "compute_with of 'B' into 'C': loop 'j' has extent 13 but 'j' "
+                             "has 12; shared loops need equal extents")
 
 
 def test_the_stage_needs_as_many_loops_as_are_shared():
@@ -291,8 +296,9 @@ def test_the_stage_needs_as_many_loops_as_are_shared():
     C = te.compute((7, 3), lambda i, j: B[i] + j, name="C")
     s = te.create_schedule(C.op)
     s[B].compute_with(s[C], C.op.axis[1])
-    _assert_lowering_refused(s, [A, C], "compute_with of 'B' into 'C': it shares 2 loops but the stage "
-                            "has only 1")
+    _assert_lowering_refused(s, [A, C],
+                             "compute_with of 'B' into 'C': it shares 2 loops but the stage "
+                             "has only 1")
 
 
 def test_a_reduction_loop_cannot_be_shared():
@@ -302,8 +308,9 @@ def test_a_reduction_loop_cannot_be_shared():
     C = te.compute((7, 13), lambda i, j: A[i, j] + 1.0, name="C")
     s = te.create_schedule([B.op, C.op])
     s[B].compute_with(s[C], C.op.axis[1])
-    _assert_lowering_refused(s, [A, B, C], "compute_with of 'B' into 'C': loop 'k' of 'B' is a "
-                               "reduction loop")
+    _assert_lowering_refused(s, [A, B, C],
+                             "compute_with of 'B' into 'C': loop 'k' of 'B' is a "
+                             "reduction loop")
 
 
 def test_the_stages_shared_loops_carry_no_annotation():
@@ -311,13 +318,15 @@ def test_the_stages_shared_loops_carry_no_annotation():
     s = te.create_schedule([B.op, C.op])
     s[B].parallel(B.op.axis[0])
     s[B].compute_with(s[C], C.op.axis[0])
-    _assert_lowering_refused(s, [A, B, C], "compute_with of 'B' into 'C': loop 'i' of 'B' is parallel; "
-                               "shared loops take the parent's annotations")
+    _assert_lowering_refused(s, [A, B, C],
+                             "compute_with of 'B' into 'C': loop 'i' of 'B' is parallel; "
+                             "shared loops take the parent's annotations")
     s = te.create_schedule([B.op, C.op])
     s[B].pragma(B.op.axis[0], "unroll_explicit")
     s[B].compute_with(s[C], C.op.axis[0])
-    _assert_lowering_refused(s, [A, B, C], "compute_with of 'B' into 'C': loop 'i' of 'B' is annotated "
-                               "with pragma 'unroll_explicit'; shared loops take the parent's")
+    _assert_lowering_refused(s, [A, B, C],
+                             "compute_with of 'B' into 'C': loop 'i' of 'B' is annotated "
+                             "with pragma 'unroll_explicit'; shared loops take the parent's")
 
 
 def test_prefetch_only_at_the_innermost_shared_loop():
@@ -325,8 +334,9 @@ def test_prefetch_only_at_the_innermost_shared_loop():
     s = te.create_schedule([B.op, C.op])
     s[B].prefetch(A, B.op.axis[0], 1)
     s[B].compute_with(s[C], C.op.axis[1])
-    _assert_lowering_refused(s, [A, B, C], "compute_with of 'B' into 'C': loop 'i' of 'B' has a "
-                               "prefetch; only the innermost shared loop")
+    _assert_lowering_refused(s, [A, B, C],
+                             "compute_with of 'B' into 'C': loop 'i' of 'B' has a "
+                             "prefetch; only the innermost shared loop")
 
 
 def test_stage_attached_above_the_innermost_shared_loop():
@@ -337,8 +347,9 @@ def test_stage_attached_above_the_innermost_shared_loop():
     s = te.create_schedule([B.op, C.op])
     s[P].compute_at(s[B], B.op.axis[0])
     s[B].compute_with(s[C], C.op.axis[1])
-    _assert_lowering_refused(s, [A, B, C], "compute_with of 'B' into 'C': stage 'P' is computed at loop "
-                               "'i' of 'B'; only the innermost shared loop")
+    _assert_lowering_refused(s, [A, B, C],
+                             "compute_with of 'B' into 'C': stage 'P' is computed at loop "
+                             "'i' of 'B'; only the innermost shared loop")
     s = te.create_schedule([B.op, C.op])
     s[P].compute_at(s[B], B.op.axis[0])
     s[B].compute_with(s[C], C.op.axis[0])  # P is inside the part that moves: fine
@@ -352,9 +363,10 @@ def test_a_stage_in_between_must_not_read_the_fused_stage():
     C = te.compute((7, 13), lambda i, j: A[i, j] - 1.0, name="C")
     s = te.create_schedule([M.op, C.op])
     s[B].compute_with(s[C], C.op.axis[0])
-    _assert_lowering_refused(s, [A, M, C], "compute_with of 'B' into 'C': stage 'M' runs between the "
-                               "two and reads 'B', which now runs later (a cache_write or "
-                               "rfactor of 'C' made after compute_with adds such a stage")
+    _assert_lowering_refused(s, [A, M, C],
+                             "compute_with of 'B' into 'C': stage 'M' runs between the "
+                             "two and reads 'B', which now runs later (a cache_write or "
+                             "rfactor of 'C' made after compute_with adds such a stage")
 
 
 def test_stages_computed_inside_the_parent():
@@ -365,8 +377,9 @@ def test_stages_computed_inside_the_parent():
     s = te.create_schedule(C.op)
     s[D].compute_at(s[C], C.op.axis[1])
     s[B].compute_with(s[C], C.op.axis[0])
-    _assert_lowering_refused(s, [A, C], "compute_with of 'B' into 'C': stage 'D' is computed inside 'C' "
-                            "and reads 'B'; only 'C' itself may read a stage fused into it")
+    _assert_lowering_refused(s, [A, C],
+                             "compute_with of 'B' into 'C': stage 'D' is computed inside 'C' "
+                             "and reads 'B'; only 'C' itself may read a stage fused into it")
     # the other way round, the fused stage reading a stage computed inside the parent, is
     # already refused by bound inference: the fused stage is a reader outside that loop
     F = te.compute((7, 13), lambda i, j: A[i, j] + 5.0, name="F")
@@ -375,8 +388,9 @@ def test_stages_computed_inside_the_parent():
     s = te.create_schedule(H.op)
     s[F].compute_at(s[H], H.op.axis[1])
     s[G].compute_with(s[H], H.op.axis[0])
-    _assert_lowering_refused(s, [A, H], "stage 'F' is computed inside loop 'j' of 'H', but its reader "
-                            "'G' runs outside that loop")
+    _assert_lowering_refused(s, [A, H],
+                             "stage 'F' is computed inside loop 'j' of 'H', but its reader "
+                             "'G' runs outside that loop")
 
 
 def test_chains_and_changes_after_compute_with():
@@ -385,19 +399,22 @@ def test_chains_and_changes_after_compute_with():
     s = te.create_schedule([B.op, C.op, D.op])
     s[B].compute_with(s[C], C.op.axis[0])
     s[C].compute_with(s[D], D.op.axis[0])
-    _assert_lowering_refused(s, [A, B, C, D], "compute_with of 'B' into 'C': 'C' is itself fused into "
-                                  "'D'; fuse both into that stage")
+    _assert_lowering_refused(s, [A, B, C, D],
+                             "compute_with of 'B' into 'C': 'C' is itself fused into "
+                             "'D'; fuse both into that stage")
     s = te.create_schedule([B.op, C.op])
     s[B].compute_with(s[C], C.op.axis[1])
     s[C].split(C.op.axis[1], factor=4)
-    _assert_lowering_refused(s, [A, B, C], "compute_with of 'B' into 'C': loop 'j' was split or fused "
-                               "afterwards; fuse at a current loop")
+    _assert_lowering_refused(s, [A, B, C],
+                             "compute_with of 'B' into 'C': loop 'j' was split or fused "
+                             "afterwards; fuse at a current loop")
     A, B, C, D = _diamond()
     s = te.create_schedule(D.op)
     s[B].compute_with(s[C], C.op.axis[0])
     s[B].compute_inline()
-    _assert_lowering_refused(s, [A, D], "compute_with of 'B' into 'C': the stage was inlined afterwards "
-                            "and has no loops")
+    _assert_lowering_refused(s, [A, D],
+                             "compute_with of 'B' into 'C': the stage was inlined afterwards "
+                             "and has no loops")
 
 
 # -- every fusion that lowers gives the unfused result -----------------------------------
