@@ -4,9 +4,9 @@ Takes a flattened ir.PrimFunc (Allocate/Store/Load over flat Buffers, Ramp/Broad
 and gives the text of `i32 @name(ptr %buf..., <scalars>...)`, which returns 0, or -2 - 2k when
 heap buffer k (ModuleGen.heap_buffers) could not be allocated and -3 - 2k when it exceeds the
 int32 index range. Parallel loops are outlined onto GOMP_parallel (codegen_llvm_parallel.py);
-intrinsics, libm calls and the vector exp live in codegen_llvm_math.py, per-block value reuse
-in codegen_llvm_reuse.py. Imports llvmlite, te.dtype, te.errors, te.compute.expr,
-te.lower.ir, te.lower.arith and te.lower.visitor only.
+intrinsics and libm calls live in codegen_llvm_math.py, the vector exp in codegen_llvm_exp.py,
+per-block value reuse in codegen_llvm_reuse.py. Imports llvmlite, te.dtype, te.errors,
+te.compute.expr, te.lower.ir, te.lower.arith and te.lower.visitor only.
 """
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Math for codegen_llvm: intrinsic calls, libm calls, a vectorized float32 exp, and the
-memory hints (prefetch, non-temporal stores and their fence).
+"""Math for codegen_llvm: intrinsic calls, libm calls and the memory hints (prefetch,
+non-temporal stores and their fence); the vector float32 exp is in codegen_llvm_exp.py.
 
 Takes the FuncGen of codegen_llvm (duck-typed, never imported here, so no cycle: it gives
 .b, .mod, .ll_type, .expr, .expr_Const, .float_const, .vector_of and .address) and
 te.compute.expr Call nodes or the Load of an ir.Prefetch; gives LLVM values. Imports
-llvmlite, te.dtype, te.errors and te.compute.expr.
+llvmlite, te.dtype, te.errors, te.compute.expr and codegen_llvm_exp.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from llvmlite import ir
 from .. import dtype as dt
 from ..compute import expr as E
 from ..errors import BuildError
+from .codegen_llvm_exp import vector_exp_f32
 
 I32 = ir.IntType(32)
 # `contract` lets LLVM fuse a multiply and an add into an FMA, as C compilers do by default.
@@ -54,88 +55,11 @@ def emit_call(gen, e: E.Call) -> ir.Value:
         return gen.b.fdiv(gen.float_const(1.0, e.dtype), root, flags=FP_FLAGS)
     if e.name == "sigmoid":
         neg = gen.b.fneg(args[0], flags=FP_FLAGS)
-        denom = gen.b.fadd(gen.float_const(1.0, e.dtype),
-                            intrinsic(gen, "llvm.exp", e.dtype, [neg]), flags=FP_FLAGS)
+        exp = vector_exp_f32(gen, neg, e.dtype) if e.dtype.startswith("float32x") \
+            else intrinsic(gen, "llvm.exp", e.dtype, [neg])  # (llvm.exp of a vector: expf calls)
+        denom = gen.b.fadd(gen.float_const(1.0, e.dtype), exp, flags=FP_FLAGS)
         return gen.b.fdiv(gen.float_const(1.0, e.dtype), denom, flags=FP_FLAGS)
     raise BuildError(f"Call: unknown intrinsic {e.name!r}")
-
-def vector_exp_f32(gen, x, dtype: str) -> ir.Value:
-    """exp of a float32 vector without libm (LLVM scalarizes llvm.exp.v*f32 into expf
-    calls), in 20 vector operations and no selects (12 with AVX-512, see scalef): x is
-    clamped to [-104, 88.8] (NaN stays NaN), k = x / ln 2 rounded to nearest (even),
-    r = x - k ln 2 in [-ln 2 / 2, ln 2 / 2] (two-part ln 2), exp(x) = 2^k * exp(r) with
-    exp(r) = 1 + r q(r), q a degree-4 fit (relative error 1.5e-7 as evaluated in float32;
-    against float64, every float32 input with a normal result: 2.19 ulp at most; 0.68 ulp
-    on average over inputs uniform in x, exact at x = 0). 2^k is
-    applied as two normal factors 2^(k>>1) and 2^(k - (k>>1)), so k in [-150, 128] needs
-    no special case: results below the normal range round once into the denormals as
-    libm's expf does (the scalar path: every schedule gives the same answer),
-    exp(x < -103.97) is 0 and exp(x > 88.72) is inf."""
-    b, n = gen.b, dt.lanes(dtype)
-    f = gen.float_const
-    i32v = ir.VectorType(I32, n)
-    clamped = intrinsic(gen, "llvm.minimum", dtype, [
-        intrinsic(gen, "llvm.maximum", dtype, [x, f(-104.0, dtype)]), f(88.8, dtype)])
-    # round to nearest rather than floor: r then needs no (k + 1/2) shift and exp(r) no
-    # sqrt(2) factor, one vector add fewer (Zen 4: 3.04 -> 2.90 ns per 16 floats; one
-    # thread, 4096^2 softmax 5.45 -> 5.13 ms; the floor version, on the same 3 x 2^20
-    # samples: 2.15-2.20 ulp at most, 0.61 on average)
-    k = intrinsic(gen, "llvm.roundeven", dtype,
-                  [b.fmul(clamped, f(1.4426950408889634, dtype))])
-    fma = "llvm.fma"
-    r = intrinsic(gen, fma, dtype, [k, f(-0.693359375, dtype), clamped])
-    r = intrinsic(gen, fma, dtype, [k, f(2.12194440e-4, dtype), r])
-    p = f(EXP_POLY[-1], dtype)
-    for c in reversed(EXP_POLY[:-1]):
-        p = intrinsic(gen, fma, dtype, [p, r, f(c, dtype)])
-    scaled = scalef(gen, p, k, n)
-    if scaled is not None:
-        return scaled
-    ki = b.fptosi(k, i32v)
-    k1 = b.ashr(ki, ir.Constant(i32v, [1] * n))
-    k2 = b.sub(ki, k1)
-
-    def pow2(e):
-        bits = b.shl(b.add(e, ir.Constant(i32v, [127] * n)), ir.Constant(i32v, [23] * n))
-        return b.bitcast(bits, gen.ll_type(dtype))
-    return b.fmul(b.fmul(p, pow2(k1)), pow2(k2))
-
-
-# AVX-512 vscalefps (p * 2^k, k an integral float) for vectors of 16, 8 or 4 float32:
-# (intrinsic, CPU feature it needs, mask bits, whether it takes a rounding argument).
-SCALEF = {16: ("llvm.x86.avx512.mask.scalef.ps.512", "avx512f", 16, True),
-          8: ("llvm.x86.avx512.mask.scalef.ps.256", "avx512vl", 8, False),
-          4: ("llvm.x86.avx512.mask.scalef.ps.128", "avx512vl", 8, False)}
-ROUND_CURRENT = 4  # _MM_FROUND_CUR_DIRECTION
-
-
-def scalef(gen, p, k, n: int):
-    """p * 2^k by vscalefps when the target has AVX-512 (gen.mod.features), else None.
-    One rounding, denormal results included, so the same values as the two-factor path of
-    vector_exp_f32 in 1 instruction instead of 9 (vectors wider than 16 lanes go 16 at a
-    time)."""
-    features = gen.mod.features
-    if "avx512f" not in features:
-        return None
-    width = 16 if n % 16 == 0 else n
-    chunks = n // width
-    if width not in SCALEF or SCALEF[width][1] not in features or chunks & (chunks - 1):
-        return None  # other widths, or a count of 16-lane parts that does not halve evenly
-    name, _, mask_bits, rounding = SCALEF[width]
-    b = gen.b
-    vt = ir.VectorType(ir.FloatType(), width)
-    mask_t = ir.IntType(mask_bits)
-    fn = gen.mod.declare(name, vt, [vt, vt, vt, mask_t] + ([I32] if rounding else []))
-    tail = [ir.Constant(vt, None), ir.Constant(mask_t, -1)] + \
-        ([ir.Constant(I32, ROUND_CURRENT)] if rounding else [])
-    parts = [b.call(fn, [_lanes(b, p, lo, width), _lanes(b, k, lo, width)] + tail)
-             for lo in range(0, n, width)]
-    while len(parts) > 1:  # concatenate pairwise: 16 + 16 -> 32, ...
-        half = parts[0].type.count
-        idx = ir.Constant(ir.VectorType(I32, 2 * half), list(range(2 * half)))
-        parts = [b.shuffle_vector(parts[i], parts[i + 1], idx)
-                 for i in range(0, len(parts), 2)]
-    return parts[0]
 
 
 def _lanes(b, v, lo: int, width: int):
@@ -145,12 +69,6 @@ def _lanes(b, v, lo: int, width: int):
     idx = ir.Constant(ir.VectorType(I32, width), list(range(lo, lo + width)))
     return b.shuffle_vector(v, v, idx)
 
-
-# exp(r) = 1 + r q(r) on [-ln 2 / 2, ln 2 / 2], lowest degree first: q fitted for least
-# maximum relative error of the whole (Lawson's iteration on Chebyshev nodes, then each
-# coefficient nudged by float32 ulps): 1.49e-7 evaluated in float32 Horner steps.
-EXP_POLY = (1.0, 0.9999998807907104, 0.4999915063381195, 0.16667185723781586,
-            0.04189795255661011, 0.008317872881889343)
 
 def prefetch(gen, load, write: bool, locality: int = 3) -> ir.Value:
     """llvm.prefetch of the address of scalar `load` (an ir.Load), for reading or writing,
