@@ -191,18 +191,26 @@ class LoopBuilder:
     def _loops(self, st: Stage, leaves: list, body: ir.Stmt, attach: bool = True) -> ir.Stmt:
         b = self.bounds[st]
         for iv in reversed(leaves):
+            attr = st.iter_attrs.get(iv)
+            pipelined = attach and attr is not None and attr.pipeline is not None
+            if pipelined:  # the software_pipeline pass runs this part an iteration later
+                body = ir.For(Var(iv.var.name + ".late", iv.var.dtype),
+                              E.const(0, iv.var.dtype), E.const(1, iv.var.dtype), ir.SERIAL,
+                              body, pragmas=((ir.PIPELINE_LATE_PART, None),))
             if attach and (st, iv) in self.attached:
                 body = self._wrap_stages(self.attached[(st, iv)], body)
-            attr = st.iter_attrs.get(iv)
             if attach and attr and attr.prefetch:
                 body = ir.seq(self._prefetches(st, iv, attr), body)
             if attach and (st, iv) in self.shared_parts:  # compute_with: theirs run first
                 body = ir.seq(*self.shared_parts[(st, iv)], body)
             kind = attr.kind if attr else ir.SERIAL
             ext = b.extent[iv]
+            pragmas = tuple(attr.pragmas) if attr else ()
+            if pipelined:
+                pragmas += ((ir.SOFTWARE_PIPELINE, attr.pipeline[1].var if attr.pipeline
+                             else None),)
             body = ir.For(iv.var, E.const(0, ext.dtype), ext, kind, body,
-                          attr.thread_tag if attr else "",
-                          tuple(attr.pragmas) if attr else ())
+                          attr.thread_tag if attr else "", pragmas)
         return body
 
     def _prefetches(self, st: Stage, iv, attr) -> ir.Stmt:

@@ -27,6 +27,11 @@ FOR_KINDS = (SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING)
 # replaced it; the others describe the loop itself and go with it.
 NONTEMPORAL_STORE = "nontemporal_store"
 BODY_PRAGMAS = (NONTEMPORAL_STORE,)
+# Stage.pipeline, for the software_pipeline pass (which removes both): the pipelined loop
+# (value: the loop variable to interleave with, or None), and a one-iteration loop around
+# the pipelined stage's own loops below it.
+SOFTWARE_PIPELINE = "software_pipeline"
+PIPELINE_LATE_PART = "software_pipeline_late_part"
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,6 +18,7 @@ from . import ir
 from .build_loops import schedule_to_stmt
 from .passes.loop_partition import partition_loops
 from .passes.simplify import simplify_stmt
+from .passes.software_pipeline import software_pipeline
 from .passes.storage_flatten import storage_flatten
 from .passes.unroll import unroll_loops
 from .passes.vectorize import vectorize_loops
@@ -31,6 +32,8 @@ def _sizes(func: ir.PrimFunc) -> dict:
 
 # The passes that run on the flattened IR, in order; each takes and gives a PrimFunc body.
 PASSES = (
+    # Stage.pipeline: the marked loops as prologue, steady state and epilogue
+    ("software_pipeline", lambda f: software_pipeline(f.body)),
     # fold constants, drop guards that the loop ranges prove
     ("simplify", lambda f: simplify_stmt(f.body, _sizes(f))),
     # split loops so the main part of a non-dividing split has no tail guard

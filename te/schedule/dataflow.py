@@ -264,6 +264,10 @@ def _apply_one(sch: Schedule, step) -> None:
     elif isinstance(step, S.ComputeWith):
         parent = _stage(sch, step.parent)
         st.compute_with(parent, _axis(parent, step.axis))
+    elif isinstance(step, S.Pipeline):
+        with_stage = None if step.with_stage is None else _stage(sch, step.with_stage)
+        st.pipeline(_axis(st, step.axis), None if with_stage is None else
+                    (with_stage, _axis(with_stage, step.with_axis)))
     elif isinstance(step, S.ComputeInline):
         st.compute_inline()
     elif isinstance(step, S.ComputeRoot):

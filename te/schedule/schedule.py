@@ -39,6 +39,8 @@ class IterAttr:
     thread_tag: str = ""
     pragmas: list = field(default_factory=list)
     prefetch: list = field(default_factory=list)  # (tensor, offset, locality): Stage.prefetch
+    # Stage.pipeline: None, or (stage, loop) to interleave with, or () for no interleaving
+    pipeline: tuple | None = None
 
 
 ROOT, INLINE, SCOPE = "root", "inline", "scope"
@@ -292,6 +294,42 @@ class Stage:
         self._record(S.Prefetch(self._ref(), producer._ref(), tensor.value_index,
                                 self._axis_ref(var), offset, locality))
         self.iter_attrs.setdefault(var, IterAttr()).prefetch.append((tensor, offset, locality))
+
+    def pipeline(self, var: IterVar, interleave=None) -> None:
+        """Software-pipeline loop `var`: the stages computed at `var` (compute_at, with what
+        is computed inside them) run one iteration ahead of this stage's own loops below
+        `var`, which work on the previous iteration's results. Buffers that carry results
+        from the one part to the other get two copies, used in alternate iterations; the
+        first iteration runs only the stages computed at `var`, the last only this stage.
+
+        interleave=(stage, loop): in every other iteration, this stage's outermost loop
+        below `var` runs inside `loop` of `stage`, one of the stages computed at `var`
+        (or fused into one with compute_with), with the same extent: each iteration does
+        that stage's part, then this stage's part for the previous iteration of `var`. A
+        row kernel whose last pass writes memory (softmax's scaling, with non-temporal
+        stores) then writes row i - 1 while it computes row i, instead of writing in a
+        burst that nothing overlaps. Lowering checks that the two parts touch no common
+        buffer except the double-buffered ones, and that `var` is a serial loop."""
+        who = f"pipeline on stage '{self.name}'"
+        self._check_leaf(var, "pipeline", "var")
+        if isinstance(self.op, PlaceholderOp):
+            raise ScheduleError(f"{who}: it is a placeholder (an input) and has no loops")
+        with_ref = None
+        if interleave is not None:
+            if not (isinstance(interleave, tuple) and len(interleave) == 2
+                    and isinstance(interleave[0], Stage) and isinstance(interleave[1], IterVar)):
+                raise ScheduleError(f"{who}: interleave must be a (stage, loop) pair such as "
+                                    f"(s[T], s[T].op.reduce_axis[0]), got {interleave!r}")
+            stage, loop = interleave
+            if stage.schedule is not self.schedule or stage is self:
+                raise ScheduleError(f"{who}: interleave stage must be another stage of the "
+                                    f"same schedule, got {stage!r}")
+            stage._check_leaf(loop, "pipeline interleave", "loop")
+            with_ref = (stage._ref(), stage._axis_ref(loop))
+        self._record(S.Pipeline(self._ref(), self._axis_ref(var),
+                                *(with_ref if with_ref else (None, None))))
+        self.iter_attrs.setdefault(var, IterAttr()).pipeline = \
+            tuple(interleave) if interleave is not None else ()
 
     def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
         """Pad the stride of dimension `axis` so that stride % factor == offset."""

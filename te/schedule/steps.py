@@ -78,6 +78,15 @@ class ComputeWith:
 
 
 @dataclass(frozen=True)
+class Pipeline:
+    """Software-pipeline loop `axis`; with_stage/with_axis: the loop it interleaves with."""
+    stage: StageRef
+    axis: AxisRef
+    with_stage: StageRef | None = None
+    with_axis: AxisRef | None = None
+
+
+@dataclass(frozen=True)
 class ComputeInline:
     stage: StageRef
 
@@ -137,7 +146,7 @@ class RFactor:
 
 
 STEP_TYPES = {cls.__name__: cls for cls in (Split, Fuse, Reorder, Annotate, Bind, ComputeAt,
-                                            ComputeWith, ComputeInline, ComputeRoot,
+                                            ComputeWith, Pipeline, ComputeInline, ComputeRoot,
                                             StorageAlign, Pragma, Prefetch, CacheRead,
                                             CacheWrite, RFactor)}
 _REF_TYPES = {"AxisRef": AxisRef, "StageRef": StageRef}
