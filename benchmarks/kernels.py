@@ -215,20 +215,29 @@ def row_sum(rows: int, cols: int):
     return s, [X, S]
 
 
-def softmax(rows: int, cols: int):
-    """Per row: max, exp into a row buffer while summing it, one reciprocal, scale; rows in
-    parallel. The row max uses a compare-and-select max (1 instruction instead of 7 for
-    te.max, which propagates NaN): a NaN in a row still makes the whole row NaN, through
-    exp(NaN - max) in the sum, as numpy's softmax does. The exp pass shares the loop of
-    the sum's partial-result stage (compute_with): each iteration computes 4 vectors of
-    exps and adds them to the 4 partial sums while they are still in registers, instead
-    of a second pass over the row buffer (Zen 4, 4096^2, alternating runs of 21 rounds on
-    a quiet machine: 0.622 -> 0.638 of the copy kernel's speed at one thread, 0.876 ->
-    0.886 at two; 0.63 -> 0.70 at one thread while a neighbour loaded the machine; but
-    5% slower on rows already in L2). While the exp phase of row i runs, it prefetches row
-    i + 1 of X into L2 (one cache line per vector), so the DRAM read overlaps the compute;
-    the scale phase writes Y with non-temporal stores (Zen 4, one thread: 10.2 -> 8.0 ms;
-    5.8-6.2 -> 5.0-5.1 ms with the prefetch into L2 instead of L1)."""
+def softmax(rows: int, cols: int, block: int = 64):
+    """Per row: max, exp into a row buffer while summing it, one reciprocal, scale; blocks
+    of `block` rows in parallel. The row max uses a compare-and-select max (1 instruction
+    instead of 7 for te.max, which propagates NaN): a NaN in a row still makes the whole
+    row NaN, through exp(NaN - max) in the sum, as numpy's softmax does.
+
+    - The exp pass shares the loop of the sum's partial-result stage (compute_with):
+      each iteration computes 4 vectors of exps and adds them to the 4 partial sums while
+      they are still in registers, instead of a second pass over the row buffer (Zen 4,
+      4096^2, 21 alternating rounds on a quiet machine: 0.622 -> 0.638 of the copy
+      kernel's speed at one thread, 0.876 -> 0.886 at two).
+    - While the exp phase of row i runs, it prefetches row i + 1 of X into L2 (one cache
+      line per vector), so the DRAM read overlaps the compute; the scale phase writes Y
+      with non-temporal stores (Zen 4, one thread: 10.2 -> 8.0 ms; 5.8-6.2 -> 5.0-5.1 ms
+      with the prefetch into L2 instead of L1).
+    - The row loop is software-pipelined (Stage.pipeline): row i - 1 is scaled and
+      written inside the loop that computes row i's exps. Without it the writes came in
+      a burst after each row's arithmetic, which nothing overlapped: one thread spent as
+      long on a row with the exp replaced by a copy as with it, 1.2 us, where copying a
+      row takes 0.85 (Zen 4, 4096^2, alternating: 4.97 -> 4.17 ms at one thread, 0.67 ->
+      0.82 of copy; 3.08 -> 2.72 ms at two, 0.85 -> 0.93). Each block of rows starts and
+      ends with an unpipelined row; blocks of 32-128 rows time alike. A block has at most
+      `block` rows, fewer where the rows would make fewer than 8 blocks to share out."""
     X = te.placeholder((rows, cols), name="X")
     k = te.reduce_axis((0, cols), name="k")
     mx = te.compute((rows,), lambda i: nn.select_max(X[i, k], axis=k), name="Y_maxelem")
@@ -239,18 +248,22 @@ def softmax(rows: int, cols: int):
     Y = te.compute((rows, cols), lambda i, j: ex[i, j] * inv[i], name="Y")
     s = te.create_schedule(Y.op)
     i, j = s[Y].op.axis
-    s[Y].parallel(i)
-    jo, _ = _row_split(s, Y, j)
+    io, ii = s[Y].split(i, factor=max(1, min(block, rows // 8)))
+    s[Y].parallel(io)
     lanes = 4 * LANES
-    _lane_reduce(s, mx, Y, i, lanes=lanes)
-    sum_rf = _lane_reduce(s, expsum, Y, i, lanes=lanes)
-    s[inv].compute_at(s[Y], i)
-    s[ex].compute_at(s[Y], i)
+    jo, _ = _row_split(s, Y, j)
+    jo_steps, _ = s[Y].split(jo, factor=lanes // LANES)  # one step per sum step
+    _lane_reduce(s, mx, Y, ii, lanes=lanes)
+    sum_rf = _lane_reduce(s, expsum, Y, ii, lanes=lanes)
+    s[inv].compute_at(s[Y], ii)
+    s[ex].compute_at(s[Y], ii)
     eo, ei = s[ex].split(ex.op.axis[1], factor=lanes)
     s[ex].vectorize(ei)
     s[ex].prefetch(X, eo, -(-cols // lanes), locality=NEXT_ROW)  # those lines of row i + 1
-    s[ex].compute_with(s[sum_rf], s[sum_rf].op.reduce_axis[0])
-    _stream_out(s, Y, jo)
+    sum_steps = s[sum_rf].op.reduce_axis[0]
+    s[ex].compute_with(s[sum_rf], sum_steps)
+    s[Y].pipeline(ii, interleave=(s[sum_rf], sum_steps))
+    _stream_out(s, Y, jo_steps)
     return s, [X, Y]
 
 

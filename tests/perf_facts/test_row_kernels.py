@@ -56,20 +56,39 @@ def test_row_reductions_fold_their_partial_sums_to_one_vector(case, reductions):
         assert f"allocate {name}.rf_1[float32 * {kernels.LANES}]" in ir
 
 
-def test_softmax_sums_each_exp_in_the_loop_that_computes_it():
+def _loops(ir: str, var: str, extent: int) -> list:
+    """(variable, body) of each loop `for (var, 0, extent)` in the printed IR."""
+    out = []
+    for m in re.finditer(r"for \((%s), 0, %d\) \{\n" % (var, extent), ir):
+        depth, pos = 1, m.end()
+        while depth:  # to the brace that closes the loop
+            pos = min(p for p in (ir.find("{", pos), ir.find("}", pos)) if p >= 0)
+            depth += 1 if ir[pos] == "{" else -1
+            pos += 1
+        out.append((m.group(1), ir[m.end():pos - 1]))
+    return out
+
+
+def test_softmax_sums_each_exp_in_the_loop_that_computes_it_and_scales_the_row_before():
     """compute_with: one loop over the row both stores 4 vectors of exps and adds them to
-    the partial sums, so the sum makes no second pass over the row buffer."""
-    s, args = kernels.softmax(5, 4096)
+    the partial sums, so the sum makes no second pass over the row buffer; pipeline: in
+    every row of a block but the first, that loop also scales and writes the row before,
+    from the other copy of the row buffer."""
+    s, args = kernels.softmax(64, 4096)  # 8 blocks of 8 rows
     ir = str(te.lower(s, args))
     lanes = 4 * kernels.LANES
-    loops = [m.groups() for m in re.finditer(
-        r"for \((k\.outer\w*), 0, %d\) \{\n(.*?)\n\s*\}\n" % (4096 // lanes), ir, re.S)
-        if "Y_exp[" in m.group(2)]
-    assert len(loops) == 1, ir
-    k, body = loops[0]
-    assert f"Y_exp[ramp({k}*{lanes}, 1, {lanes})] = exp(" in body, body
-    assert f"Y_expsum.rf[ramp(0, 1, {lanes})] + Y_exp[ramp({k}*{lanes}, 1, {lanes})]" \
-        in body, body
-    # in each copy of the row (the last row is peeled off: it prefetches nothing), the
-    # buffer is stored once and read twice: by the sum and by the scale
-    assert ir.count("Y_exp[ramp(") == 3 * ir.count("allocate Y_exp[")
+    loops = [(k, body) for k, body in _loops(ir, r"k\.outer\w*", 4096 // lanes)
+             if "= exp(" in body]
+    # per block: the first row, then the other 7 (the last block apart: its last row
+    # prefetches nothing)
+    assert len(loops) == 5, ir
+    assert ["Y[" in body for _, body in loops] == [False, True, False, True, True]
+    for k, body in loops:
+        assert f"Y_expsum.rf[ramp(0, 1, {lanes})] = Y_expsum.rf[ramp(0, 1, {lanes})] + " \
+            f"Y_exp[ramp(" in body, body
+    (_, first), (k, steady) = loops[:2]
+    assert "Y[" not in first, first
+    assert f"Y_exp[ramp(({k}*{lanes}) + (floormod(i.inner, 2)*4096), 1, {lanes})] = exp(" \
+        in steady, steady
+    assert f"= Y_exp[ramp((({k}*{lanes}) + (j.outer.inner*16)) + (floormod(i.inner + 1, 2)" \
+        f"*4096), 1, 16)]*broadcast(Y_inv[floormod(i.inner + 1, 2)], 16)" in steady, steady
