@@ -200,6 +200,34 @@ def test_softmax_exp_shares_the_loop_of_its_sums_partial_results():
                    for k, v in short.knobs.items())
 
 
+def test_softmax_rows_are_software_pipelined_by_default():
+    """The output's rows run in parallel blocks of 4 (37 rows: at least 8 blocks), each
+    block's row loop pipelined: row i - 1 is normalized inside the loop where row i's exps
+    are summed. `off`, an exp with a loop of its own, or the sum at root (nothing to
+    interleave with) leave the rows unpipelined. Each gives the unscheduled result on 37
+    rows of 301."""
+    out = ops.softmax(te.placeholder((37, 301), name="X"))
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    assert list(space.knobs["T_softmax_norm.pipeline"].options) == ["rows", "off"]
+    args = default_args(out)
+    inputs = _inputs(args, np.random.default_rng(4))
+    want = _run(te.create_schedule(out.op), args, inputs)
+    for change, piped in (({}, True), ({"T_softmax_norm.pipeline": "off"}, False),
+                          ({"T_softmax_exp.sum_with": "own"}, False),
+                          ({"T_softmax_expsum.at": "root"}, False)):
+        values = dict(space.default().values, **change)
+        s, a = auto_schedule(space.from_json_dict({"knobs": values}), out)
+        assert any(isinstance(step, S.Pipeline) for step in s.steps) == piped, change
+        ir = str(te.lower(s, a))
+        assert ("floormod(" in ir) == piped, ir  # the alternating copies of the row
+        for g, w in zip(_run(s, a, inputs), want):
+            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4, err_msg=str(change))
+    short = ConfigSpace()
+    auto_schedule(short, LONG_ROWS["layer_norm_long"])  # no producer shares a sum's loop
+    assert list(short.knobs["T_layer_norm.pipeline"].options) == ["off"]
+
+
 @pytest.mark.parametrize("name", sorted(LONG_ROWS))
 def test_wide_partial_sums_fold_to_one_vector_before_the_scalar_step(name):
     """Four vectors of partial results are added into one vector (a second rfactor,
