@@ -1,7 +1,7 @@
 """Shared test helpers: random inputs that are never all zeros, and build-run-compare.
 
-Takes te schedules and numpy reference functions; gives rand_array(), run_kernel() and
-check_schedule(). `import helpers` works in every test: pytest puts tests/ (the directory
+Takes te schedules and numpy reference functions; gives rand_array(), run_kernel(),
+check_schedule() and a softmax graph with its numpy reference. `import helpers` works in every test: pytest puts tests/ (the directory
 of the rootdir conftest.py) on sys.path. Imports numpy and te.
 """
 from __future__ import annotations
@@ -65,3 +65,20 @@ def check_schedule(s, inputs: Sequence[te.Tensor], outputs: Sequence[te.Tensor],
     assert len(expected) == len(outs)
     for got, want in zip(outs, expected):
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def softmax_graph(rows, cols) -> tuple:
+    """(X, mx, ex, total, Y): softmax over the rows of X, one stage per step."""
+    X = te.placeholder((rows, cols), name="X")
+    k = te.reduce_axis((0, cols), name="k")
+    mx = te.compute((rows,), lambda i: te.max(X[i, k], axis=k), name="mx")
+    ex = te.compute((rows, cols), lambda i, j: te.exp(X[i, j] - mx[i]), name="ex")
+    k2 = te.reduce_axis((0, cols), name="k2")
+    total = te.compute((rows,), lambda i: te.sum(ex[i, k2], axis=k2), name="total")
+    Y = te.compute((rows, cols), lambda i, j: ex[i, j] / total[i], name="Y")
+    return X, mx, ex, total, Y
+
+
+def np_softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)

@@ -14,29 +14,13 @@ from hypothesis import strategies as st
 import te
 from te.schedule import steps as S
 
-from helpers import check_schedule
-
-
-def _softmax(rows, cols):
-    X = te.placeholder((rows, cols), name="X")
-    k = te.reduce_axis((0, cols), name="k")
-    mx = te.compute((rows,), lambda i: te.max(X[i, k], axis=k), name="mx")
-    ex = te.compute((rows, cols), lambda i, j: te.exp(X[i, j] - mx[i]), name="ex")
-    k2 = te.reduce_axis((0, cols), name="k2")
-    total = te.compute((rows,), lambda i: te.sum(ex[i, k2], axis=k2), name="total")
-    Y = te.compute((rows, cols), lambda i, j: ex[i, j] / total[i], name="Y")
-    return X, mx, ex, total, Y
-
-
-def _np_softmax(x):
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+from helpers import check_schedule, np_softmax, softmax_graph
 
 
 def _fused_softmax(rows, cols, lanes, parallel=True):
     """The row's exp pass shares the loop of the sum's rfactor stage: each iteration
     computes `lanes` exps and adds them to the partial sums at once."""
-    X, mx, ex, total, Y = _softmax(rows, cols)
+    X, mx, ex, total, Y = softmax_graph(rows, cols)
     s = te.create_schedule(Y.op)
     i = Y.op.axis[0]
     if parallel:
@@ -58,7 +42,7 @@ def _fused_softmax(rows, cols, lanes, parallel=True):
 @pytest.mark.parametrize("rows,cols,lanes", [(5, 37, 8), (3, 64, 16), (4, 1, 8), (2, 7, 4)])
 def test_fused_softmax_matches_numpy(rows, cols, lanes):
     s, X, Y, _ = _fused_softmax(rows, cols, lanes)
-    check_schedule(s, [X], [Y], _np_softmax, rtol=1e-5, atol=1e-6)
+    check_schedule(s, [X], [Y], np_softmax, rtol=1e-5, atol=1e-6)
 
 
 def test_fused_softmax_has_one_loop_computing_and_summing_the_exps():
@@ -80,7 +64,7 @@ def test_fused_stage_keeps_its_innermost_shared_loop_prefetch():
     ex.prefetch(X, eo, 4)
     text = str(te.lower(s, [X, Y]))
     assert re.search(r"for \(k2\.outer, 0, 4\) \{\n\s*prefetch\(&X\[", text), text
-    check_schedule(s, [X], [Y], _np_softmax, rtol=1e-5, atol=1e-6)
+    check_schedule(s, [X], [Y], np_softmax, rtol=1e-5, atol=1e-6)
 
 
 def _two_outputs(rows=7, cols=13):
@@ -205,7 +189,7 @@ def test_compute_with_records_a_step_that_replays():
     assert s.steps[-1].stage.name == "ex" and s.steps[-1].parent.name == "total.rf"
     assert s.steps[-1].axis.name == "k2.outer"
     text = s.to_json()
-    X2, _, _, _, Y2 = _softmax(5, 37)
+    X2, _, _, _, Y2 = softmax_graph(5, 37)
     s2 = te.create_schedule(Y2.op).replay(text)
     assert s2.to_json() == text
     assert str(te.lower(s2, [X2, Y2])) == str(te.lower(s, [X, Y]))

@@ -19,30 +19,14 @@ from te.compute import expr as E
 from te.lower import ir
 from te.lower.passes.software_pipeline import software_pipeline
 
-from helpers import check_schedule
-
-
-def _softmax(rows, cols):
-    X = te.placeholder((rows, cols), name="X")
-    k = te.reduce_axis((0, cols), name="k")
-    mx = te.compute((rows,), lambda i: te.max(X[i, k], axis=k), name="mx")
-    ex = te.compute((rows, cols), lambda i, j: te.exp(X[i, j] - mx[i]), name="ex")
-    k2 = te.reduce_axis((0, cols), name="k2")
-    total = te.compute((rows,), lambda i: te.sum(ex[i, k2], axis=k2), name="total")
-    Y = te.compute((rows, cols), lambda i, j: ex[i, j] / total[i], name="Y")
-    return X, mx, ex, total, Y
-
-
-def _np_softmax(x):
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+from helpers import check_schedule, np_softmax, softmax_graph
 
 
 def _pipelined_softmax(rows, cols, block, lanes=16, interleave=True, stream=False):
     """Blocks of `block` rows in parallel; in each, row i's max, exp and sum (the exp
     fused into the sum's rfactor loop) run while row i - 1 is scaled, inside the same
     loop when `interleave`."""
-    X, mx, ex, total, Y = _softmax(rows, cols)
+    X, mx, ex, total, Y = softmax_graph(rows, cols)
     s = te.create_schedule(Y.op)
     io, ii = s[Y].split(Y.op.axis[0], factor=block)
     s[Y].parallel(io)
@@ -70,7 +54,7 @@ def _pipelined_softmax(rows, cols, block, lanes=16, interleave=True, stream=Fals
     (3, 5, 8, True), (1, 33, 4, False), (9, 48, 2, True)])
 def test_pipelined_softmax_matches_numpy(rows, cols, block, interleave):
     s, X, Y, _, _ = _pipelined_softmax(rows, cols, block, interleave=interleave)
-    check_schedule(s, [X], [Y], _np_softmax, rtol=1e-5, atol=1e-6)
+    check_schedule(s, [X], [Y], np_softmax, rtol=1e-5, atol=1e-6)
 
 
 def test_pipelined_softmax_with_nontemporal_stores_matches_numpy():
@@ -78,7 +62,7 @@ def test_pipelined_softmax_with_nontemporal_stores_matches_numpy():
     s, X, Y, _, _ = _pipelined_softmax(6, 4096, 3, stream=True)
     text = str(te.lower(s, [X, Y]))
     assert text.count("// pragma nontemporal_store") >= 2, text
-    check_schedule(s, [X], [Y], _np_softmax, rtol=1e-5, atol=1e-6)
+    check_schedule(s, [X], [Y], np_softmax, rtol=1e-5, atol=1e-6)
 
 
 def test_pipelined_loop_runs_the_stage_one_iteration_behind():
@@ -150,7 +134,7 @@ def test_pipeline_records_a_step_that_replays():
         s, X, Y, _, _ = _pipelined_softmax(5, 32, 2, interleave=interleave)
         text = s.to_json()
         assert '"type": "Pipeline"' in text
-        _, _, _, _, Y2 = _softmax(5, 32)
+        _, _, _, _, Y2 = softmax_graph(5, 32)
         s2 = te.create_schedule(Y2.op).replay(text)
         assert s2.to_json() == text
         assert str(te.lower(s2, [s2.stages[0].op.output(0), Y2])) == \
