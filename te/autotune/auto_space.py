@@ -19,7 +19,9 @@ the xgb tuner's cold start around it) is already a good kernel. Policy, per stag
     (read by several stages, like softmax's exp, the row loop is the default; a
     conditional producer of a reduction, like conv's padding, is never inlined);
   * injective outputs: fuse outer axes + parallel, split + vectorize the last axis, and
-    for long rows a store policy (plain, write prefetch, or non-temporal);
+    for long rows a store policy (plain, write prefetch, or non-temporal); where a
+    producer shares a row sum's loop (softmax), rows in parallel blocks whose row loop is
+    software-pipelined, the output's row i - 1 written inside that loop of row i;
   * non-output reductions: at the reader's row loop (or root), as vector-wide partial
     results when the row is long (rfactor over one or, the default for long rows, four
     vectors of lanes, vectorized; four are then folded into one vector by vector adds
