@@ -84,6 +84,8 @@ class LoopBuilder:
                     raise LoweringError(f"prefetch at loop '{iv.var.name}' of stage "
                                         f"'{st.name}': the loop was split or fused "
                                         f"afterwards; prefetch at a current loop")
+                if attr.pipeline is not None:
+                    _check_pipeline(st, iv, attr.pipeline)
         roots = [st for st in self.sch.stages if st in self.bounds and st.attach_type == ROOT]
         return self._wrap_stages(roots, None)
 
@@ -221,6 +223,17 @@ class LoopBuilder:
         extents = self.bounds[st].extent
         return ir.seq(*[prefetch_stmt(st, iv, t, off, body, out_idx, extents, ana, loc)
                         for t, off, loc in attr.prefetch])
+
+
+def _check_pipeline(st: Stage, iv, interleave: tuple) -> None:
+    who = f"pipeline of loop '{iv.var.name}' of stage '{st.name}'"
+    if iv not in st.leaf_iter_vars:
+        raise LoweringError(f"{who}: the loop was split or fused afterwards; pipeline a "
+                            f"current loop")
+    if interleave and interleave[1] not in interleave[0].leaf_iter_vars:
+        raise LoweringError(f"{who}: interleave loop '{interleave[1].var.name}' of stage "
+                            f"'{interleave[0].name}' was split or fused afterwards; "
+                            f"interleave with a current loop")
 
 
 def _zero(e) -> bool:

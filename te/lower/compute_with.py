@@ -75,6 +75,9 @@ def _check_own_loops(st: Stage, depth: int, who: str, attached: dict) -> None:
                 "annotated with pragma " + ", ".join(repr(k) for k, _ in attr.pragmas)
             raise LoweringError(f"{who}: {name} is {what}; shared loops take the parent's "
                                 f"annotations, so annotate the parent's")
+        if attr and attr.pipeline is not None:
+            raise LoweringError(f"{who}: {name} is pipelined; shared loops are the "
+                                f"parent's, so pipeline the parent's")
         if level < depth and attr and attr.prefetch:
             raise LoweringError(f"{who}: {name} has a prefetch; only the innermost shared "
                                 f"loop of the stage may prefetch")

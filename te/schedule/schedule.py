@@ -312,8 +312,8 @@ class Stage:
         buffer except the double-buffered ones, and that `var` is a serial loop."""
         who = f"pipeline on stage '{self.name}'"
         self._check_leaf(var, "pipeline", "var")
-        if isinstance(self.op, PlaceholderOp):
-            raise ScheduleError(f"{who}: it is a placeholder (an input) and has no loops")
+        if self.attach_type == INLINE:
+            raise ScheduleError(f"{who}: the stage is inlined and has no loops")
         with_ref = None
         if interleave is not None:
             if not (isinstance(interleave, tuple) and len(interleave) == 2

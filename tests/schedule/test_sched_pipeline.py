@@ -215,6 +215,77 @@ def test_refuses_interleaving_a_vectorized_stage_loop():
                                         "'j' is vectorized; interleaving needs serial loops")
 
 
+def test_refuses_a_pipelined_loop_split_afterwards():
+    for split_interleave in (False, True):
+        A, B, C = _mirror()
+        s = te.create_schedule(C.op)
+        s[B].compute_at(s[C], C.op.axis[0])
+        s[C].pipeline(C.op.axis[0], interleave=(s[B], B.op.axis[1]))
+        if split_interleave:
+            s[B].split(B.op.axis[1], factor=2)
+            _assert_lowering_refused(s, [A, C], "pipeline of loop 'i' of stage 'C': "
+                                                "interleave loop 'j' of stage 'B' was split or "
+                                                "fused afterwards; interleave with a current loop")
+        else:
+            _, ii = s[C].split(C.op.axis[0], factor=2)
+            s[B].compute_at(s[C], ii)
+            _assert_lowering_refused(s, [A, C], "pipeline of loop 'i' of stage 'C': the loop "
+                                                "was split or fused afterwards; pipeline a "
+                                                "current loop")
+
+
+def test_refuses_pipelining_a_loop_shared_with_compute_with():
+    A, B, C = _mirror()
+    D = te.compute((6, 5), lambda i, j: A[i, j] - 1.0, name="D")
+    E2 = te.compute((6, 5), lambda i, j: D[i, 4 - j] * 3.0, name="E2")
+    s = te.create_schedule([C.op, E2.op])
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[D].compute_at(s[E2], E2.op.axis[0])
+    s[C].compute_with(s[E2], E2.op.axis[0])
+    s[C].pipeline(C.op.axis[0])
+    _assert_lowering_refused(s, [A, C, E2], "compute_with of 'C' into 'E2': loop 'i' of 'C' "
+                                            "is pipelined; shared loops are the parent's, so "
+                                            "pipeline the parent's")
+
+
+def test_refuses_reordering_extern_calls():
+    A = te.placeholder((4, 3), name="A")
+    B = te.compute((4, 3), lambda i, j: A[i, j] + te.call_extern("float32", "noise"),
+                   name="B")
+    C = te.compute((4, 3), lambda i, j: B[i, j] - te.call_extern("float32", "noise"),
+                   name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[C].pipeline(C.op.axis[0])
+    _assert_lowering_refused(s, [A, C], "pipeline of loop 'i': both the stages computed at the "
+                                        "loop and the pipelined stage call extern functions "
+                                        "(noise), whose side effects pipelining would reorder")
+
+
+def test_interleaving_keeps_the_host_loops_store_pragma_to_its_own_stores():
+    A, B, C = _mirror(7, 64)
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    jo, ji = s[C].split(C.op.axis[1], factor=16)
+    s[C].vectorize(ji)
+    bo, bi = s[B].split(s[B].leaf_iter_vars[1], factor=16)
+    s[B].vectorize(bi)
+    s[B].pragma(bo, "nontemporal_store")  # B is a local buffer: its stores stay plain
+    s[C].pipeline(C.op.axis[0], interleave=(s[B], bo))
+    mod = te.build(s, [A, C])
+    assert "vmovntps" not in mod.get_source("asm")
+    check_schedule(s, [A], [C], lambda a: _ref_mirror(a))
+
+
+def test_schedule_refuses_pipelining_an_inlined_stage():
+    A, B, C = _mirror()
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    with pytest.raises(te.ScheduleError, match=re.escape(
+            "pipeline on stage 'B': the stage is inlined and has no loops")):
+        s[B].pipeline(B.op.axis[0])
+
+
 @pytest.mark.parametrize("interleave,message", [
     ("j", "interleave must be a (stage, loop) pair such as (s[T], s[T].op.reduce_axis[0]), "
           "got 'j'"),

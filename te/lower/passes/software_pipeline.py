@@ -110,10 +110,16 @@ def _is_late_marker(s: ir.Stmt) -> bool:
 
 
 class _Accesses(Visitor):
-    """The buffers a statement reads and writes (a prefetch reads nothing)."""
+    """The buffers a statement reads and writes (a prefetch reads nothing), and the extern
+    functions it calls."""
 
     def __init__(self):
-        self.reads, self.writes = set(), set()
+        self.reads, self.writes, self.externs = set(), set(), set()
+
+    def visit_Call(self, e: E.Call) -> None:
+        if e.extern:
+            self.externs.add(e.name)
+        self.generic(e)
 
     def visit_Store(self, s: ir.Store) -> None:
         self.writes.add(s.buffer)
@@ -127,18 +133,23 @@ class _Accesses(Visitor):
         return None
 
 
-def _accesses(stmts: list) -> tuple:
+def _accesses(stmts: list) -> _Accesses:
     v = _Accesses()
     for s in stmts:
         v.visit(s)
-    return v.reads, v.writes
+    return v
 
 
 def _double_buffered(who: str, allocs: list, early: list, late: ir.Stmt) -> dict:
     """buffer -> size of each buffer that the early part writes and the late part reads,
     after checking that nothing else links the two parts."""
-    r0, w0 = _accesses(early)
-    r1, w1 = _accesses([late])
+    early_use, late_use = _accesses(early), _accesses([late])
+    r0, w0, r1, w1 = early_use.reads, early_use.writes, late_use.reads, late_use.writes
+    if early_use.externs and late_use.externs:
+        names = ", ".join(sorted(early_use.externs | late_use.externs))
+        raise LoweringError(f"{who}: both the stages computed at the loop and the pipelined "
+                            f"stage call extern functions ({names}), whose side effects "
+                            f"pipelining would reorder")
     clash = w1 & (r0 | w0)
     if clash:
         raise LoweringError(f"{who}: the pipelined stage writes {_names(clash)}, which the "
@@ -217,7 +228,10 @@ def _interleave(who: str, early: list, late: ir.Stmt, interleave) -> ir.Stmt:
                             f"pragma {', '.join(map(repr, own))}, which would be lost inside "
                             f"loop '{interleave.name}'")
     moved = _substitute_stmt(late.body, {late.loop_var: host.loop_var})
-    joined = dataclasses.replace(host, body=ir.seq(host.body, ir.keep_body_pragmas(late, moved)))
+    # the host's body pragmas (non-temporal stores) stay on its own part
+    joined = dataclasses.replace(
+        host, pragmas=tuple(p for p in host.pragmas if p[0] not in ir.BODY_PRAGMAS),
+        body=ir.seq(ir.keep_body_pragmas(host, host.body), ir.keep_body_pragmas(late, moved)))
     return ir.seq(*early[:spot], joined, *early[spot + 1:])
 
 
