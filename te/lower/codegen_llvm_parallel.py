@@ -89,9 +89,11 @@ def emit_parallel_for(gen, s: tir.For) -> None:
               for k, f in enumerate(fields) if k not in (2, 3)]
     status_ptr = cb.gep(fn.args[0], [I32(0), I32(2)], source_etype=closure_t)
     next_ptr = cb.gep(fn.args[0], [I32(0), I32(3)], source_etype=closure_t)
+    body_fails = bool(mod.heap_buffers[heap_before:])
     _claim_chunks(child, values[0], values[1], next_ptr,
                   lambda start, count: cb.call(body_fn, values[2:] + [status_ptr, start, count]),
-                  signed=not dt.is_uint(s.loop_var.dtype))
+                  signed=not dt.is_uint(s.loop_var.dtype),
+                  failed=status_ptr if body_fails else None)
     cb.ret_void()
     child.finish()
 
@@ -99,7 +101,7 @@ def emit_parallel_for(gen, s: tir.For) -> None:
     if gen.made_nontemporal:  # this thread's streamed stores, before other threads run
         gen.fence_nontemporal()
     b.call(gomp, [fn, closure, I32(0), I32(0)])
-    if mod.heap_buffers[heap_before:]:  # the body allocates: pass its failure on
+    if body_fails:  # the body allocates: pass its failure on
         status = b.load(b.gep(closure, [I32(0), I32(2)], source_etype=closure_t), typ=I32)
         gen.fail_if(b.icmp_signed("!=", status, I32(0)), status)
 
@@ -141,12 +143,14 @@ def _outline_body(gen, s: tir.For, name: str, captured: list, index_t) -> ir.Fun
     return fn
 
 
-def _claim_chunks(child, lo, extent, next_ptr, run, signed: bool) -> None:
+def _claim_chunks(child, lo, extent, next_ptr, run, signed: bool, failed=None) -> None:
     """Until the loop is used up: claim the next `grain` iterations with an atomic add on
     the shared counter and run(start, count) on them. grain = ceil(extent / chunks), with
     chunks = threads * CHUNKS_PER_THREAD, or 1 on one thread (the whole loop in one
     chunk). The counting is 64-bit, extended by the loop variable's signedness, so neither
-    an int32 extent near its maximum nor a uint32 one past 2^31 can wrap."""
+    an int32 extent near its maximum nor a uint32 one past 2^31 can wrap. `failed`: the
+    status a failing body records; once it is set, no thread claims another chunk (the
+    loop's result is an error anyway)."""
     b = child.b
     t = lo.type
     widen = (lambda v: v) if t.width == 64 else \
@@ -173,7 +177,11 @@ def _claim_chunks(child, lo, extent, next_ptr, run, signed: bool) -> None:
     end = b.select(less("<", n, end), n, end)
     narrow = (lambda v: v) if t.width == 64 else (lambda v: b.trunc(v, t))
     run(b.add(lo, narrow(begin)), narrow(b.sub(end, begin)))
-    b.branch(claim)
+    if failed is None:
+        b.branch(claim)
+    else:
+        status = b.load_atomic(failed, "monotonic", 4, typ=I32)
+        b.cbranch(b.icmp_signed("!=", status, I32(0)), done, claim)
     b.position_at_end(done)
 
 

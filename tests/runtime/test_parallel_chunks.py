@@ -54,3 +54,25 @@ def test_threads_claim_chunks_from_a_64_bit_counter():
     # past the end of an int32 loop cannot wrap around
     assert re.search(r"atomicrmw add ptr %\S+, i64 %\S+ monotonic", ll), ll
     assert codegen_llvm_parallel.CHUNKS_PER_THREAD >= 2
+
+
+def test_no_chunk_is_claimed_after_a_body_fails():
+    """A body that allocates a heap buffer (here a symbolic-size row) may fail: after each
+    chunk the thread reads the status, and stops claiming once a failure is recorded.
+    A body that cannot fail claims without that check."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    T = te.compute((n, m), lambda i, j: A[i, j] + 1.0, name="T")
+    B = te.compute((n, m), lambda i, j: T[i, m - 1 - j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    s[T].compute_at(s[B], B.op.axis[0])
+    s[B].parallel(B.op.axis[0])
+    mod = te.build(s, [A, B])
+    claim = mod.get_source("ll").split("\nclaimed")[1].split("\nall_claimed")[0]
+    assert re.search(r"load atomic i32, ptr %\S+ monotonic", claim), claim
+    a = np.random.default_rng(0).uniform(0.5, 1.5, (37, 9)).astype("float32")
+    b = np.full_like(a, np.nan)
+    mod(a, b)
+    np.testing.assert_allclose(b, (a[:, ::-1] + 1.0) * 2.0, rtol=1e-6)
+    plain, _, _ = _rows_kernel(1009)
+    assert "load atomic" not in plain.get_source("ll")
