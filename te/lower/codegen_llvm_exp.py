@@ -8,7 +8,7 @@ the same bits on one target):
   read with one vpermi2ps, a degree-2 polynomial and vscalefps: 11 instructions per 16
   floats, 6 of them on the FMA pipes (1.72 ulp at most).
 - otherwise: a degree-5 polynomial and 2^k as two normal factors: 20 instructions
-  (2.19 ulp at most).
+  (2.19 ulp at most; 2.3 on samples where the CPU has no FMA).
 
 Takes the FuncGen of codegen_llvm (duck-typed: .b, .mod, .float_const, .ll_type) and an
 LLVM float32 vector; gives one. Imports llvmlite and te.dtype.
@@ -176,11 +176,14 @@ def _polynomial_exp(gen, x, dtype: str) -> ir.Value:
     # round to nearest rather than floor: r then needs no (k + 1/2) shift and exp(r) no
     # sqrt(2) factor, one vector add fewer
     k = call("llvm.roundeven", b.fmul(x, f(LOG2E, dtype)))
-    r = call("llvm.fma", k, f(-LN2_HI, dtype), x)
-    r = call("llvm.fma", k, f(-LN2_LO, dtype), r)
+    # fmuladd: one FMA where the CPU has them (the same bits as llvm.fma), a multiply and
+    # an add where it does not, instead of a libm fmaf call per lane (k * LN2_HI is exact
+    # either way)
+    r = call("llvm.fmuladd", k, f(-LN2_HI, dtype), x)
+    r = call("llvm.fmuladd", k, f(-LN2_LO, dtype), r)
     p = f(EXP_POLY[-1], dtype)
     for c in reversed(EXP_POLY[:-1]):
-        p = call("llvm.fma", p, r, f(c, dtype))
+        p = call("llvm.fmuladd", p, r, f(c, dtype))
     ki = b.fptosi(k, i32v)
     k1 = b.ashr(ki, ir.Constant(i32v, [1] * n))
     k2 = b.sub(ki, k1)
