@@ -1,7 +1,7 @@
 """Shared test helpers: random inputs that are never all zeros, and build-run-compare.
 
 Takes te schedules and numpy reference functions; gives rand_array(), run_kernel(),
-check_schedule() and a softmax graph with its numpy reference. `import helpers` works in every test: pytest puts tests/ (the directory
+check_schedule() and a softmax graph with its numpy reference and row schedule. `import helpers` works in every test: pytest puts tests/ (the directory
 of the rootdir conftest.py) on sys.path. Imports numpy and te.
 """
 from __future__ import annotations
@@ -82,3 +82,23 @@ def softmax_graph(rows, cols) -> tuple:
 def np_softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
+
+
+def schedule_softmax_rows(s, graph: tuple, row, lanes: int):
+    """softmax_graph's stages computed at loop `row` of Y: the max, and the sum as `lanes`
+    vector partial sums (rfactor) whose loop the exp pass shares (compute_with), each
+    iteration computing `lanes` exps and adding them at once. Returns the partial sums'
+    tensor."""
+    X, mx, ex, total, Y = graph
+    s[mx].compute_at(s[Y], row)
+    ko, ki = s[total].split(total.op.reduce_axis[0], factor=lanes)
+    rf = s.rfactor(total, ki, factor_axis=1)
+    s[rf].compute_at(s[Y], row)
+    s[rf].reorder(rf.op.axis[0], rf.op.reduce_axis[0], rf.op.axis[1])
+    s[rf].vectorize(rf.op.axis[1])
+    s[total].compute_at(s[Y], row)
+    s[ex].compute_at(s[Y], row)
+    eo, ei = s[ex].split(ex.op.axis[1], factor=lanes)
+    s[ex].vectorize(ei)
+    s[ex].compute_with(s[rf], rf.op.reduce_axis[0])
+    return rf

@@ -14,28 +14,19 @@ from hypothesis import strategies as st
 import te
 from te.schedule import steps as S
 
-from helpers import check_schedule, np_softmax, softmax_graph
+from helpers import check_schedule, np_softmax, schedule_softmax_rows, softmax_graph
 
 
 def _fused_softmax(rows, cols, lanes, parallel=True):
     """The row's exp pass shares the loop of the sum's rfactor stage: each iteration
     computes `lanes` exps and adds them to the partial sums at once."""
-    X, mx, ex, total, Y = softmax_graph(rows, cols)
+    graph = softmax_graph(rows, cols)
+    X, Y = graph[0], graph[-1]
     s = te.create_schedule(Y.op)
     i = Y.op.axis[0]
     if parallel:
         s[Y].parallel(i)
-    s[mx].compute_at(s[Y], i)
-    ko, ki = s[total].split(total.op.reduce_axis[0], factor=lanes)
-    rf = s.rfactor(total, ki, factor_axis=1)
-    s[rf].compute_at(s[Y], i)
-    s[rf].reorder(rf.op.axis[0], rf.op.reduce_axis[0], rf.op.axis[1])
-    s[rf].vectorize(rf.op.axis[1])
-    s[total].compute_at(s[Y], i)
-    s[ex].compute_at(s[Y], i)
-    eo, ei = s[ex].split(ex.op.axis[1], factor=lanes)
-    s[ex].vectorize(ei)
-    s[ex].compute_with(s[rf], rf.op.reduce_axis[0])
+    rf = schedule_softmax_rows(s, graph, i, lanes)
     return s, X, Y, rf
 
 

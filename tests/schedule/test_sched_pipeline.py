@@ -19,30 +19,21 @@ from te.compute import expr as E
 from te.lower import ir
 from te.lower.passes.software_pipeline import software_pipeline
 
-from helpers import check_schedule, np_softmax, softmax_graph
+from helpers import check_schedule, np_softmax, schedule_softmax_rows, softmax_graph
 
 
 def _pipelined_softmax(rows, cols, block, lanes=16, interleave=True, stream=False):
     """Blocks of `block` rows in parallel; in each, row i's max, exp and sum (the exp
     fused into the sum's rfactor loop) run while row i - 1 is scaled, inside the same
     loop when `interleave`."""
-    X, mx, ex, total, Y = softmax_graph(rows, cols)
+    graph = softmax_graph(rows, cols)
+    X, ex, Y = graph[0], graph[2], graph[-1]
     s = te.create_schedule(Y.op)
     io, ii = s[Y].split(Y.op.axis[0], factor=block)
     s[Y].parallel(io)
     jo, ji = s[Y].split(Y.op.axis[1], factor=lanes)
     s[Y].vectorize(ji)
-    s[mx].compute_at(s[Y], ii)
-    ko, ki = s[total].split(total.op.reduce_axis[0], factor=lanes)
-    rf = s.rfactor(total, ki, factor_axis=1)
-    s[rf].compute_at(s[Y], ii)
-    s[rf].reorder(rf.op.axis[0], rf.op.reduce_axis[0], rf.op.axis[1])
-    s[rf].vectorize(rf.op.axis[1])
-    s[total].compute_at(s[Y], ii)
-    s[ex].compute_at(s[Y], ii)
-    eo, ei = s[ex].split(ex.op.axis[1], factor=lanes)
-    s[ex].vectorize(ei)
-    s[ex].compute_with(s[rf], rf.op.reduce_axis[0])
+    rf = schedule_softmax_rows(s, graph, ii, lanes)
     s[Y].pipeline(ii, interleave=(s[rf], rf.op.reduce_axis[0]) if interleave else None)
     if stream:
         s[Y].pragma(jo, "nontemporal_store")
