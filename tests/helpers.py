@@ -1,8 +1,9 @@
 """Shared test helpers: random inputs that are never all zeros, and build-run-compare.
 
 Takes te schedules and numpy reference functions; gives rand_array(), run_kernel(),
-check_schedule() and a softmax graph with its numpy reference and row schedule. `import helpers` works in every test: pytest puts tests/ (the directory
-of the rootdir conftest.py) on sys.path. Imports numpy and te.
+check_schedule() and a softmax graph with its numpy reference and row schedule.
+`import helpers` works in every test: pytest puts tests/ (the directory of the rootdir
+conftest.py) on sys.path. Imports numpy and te.
 """
 from __future__ import annotations
 
