@@ -302,8 +302,8 @@ class Stage:
         from the one part to the other get two copies, used in alternate iterations; the
         first iteration runs only the stages computed at `var`, the last only this stage.
 
-        interleave=(stage, loop): in every other iteration, this stage's outermost loop
-        below `var` runs inside `loop` of `stage`, one of the stages computed at `var`
+        interleave=(stage, loop): in every iteration after the first, this stage's outermost
+        loop below `var` runs inside `loop` of `stage`, one of the stages computed at `var`
         (or fused into one with compute_with), with the same extent: each iteration does
         that stage's part, then this stage's part for the previous iteration of `var`. A
         row kernel whose last pass writes memory (softmax's scaling, with non-temporal
