@@ -14,6 +14,7 @@ import math
 from ..compute import expr as E
 from ..lower import ir
 from ..lower.build_loops import schedule_to_stmt
+from ..lower.passes.software_pipeline import software_pipeline
 from ..lower.passes.storage_flatten import storage_flatten
 from ..lower.visitor import stmt_children
 
@@ -194,11 +195,12 @@ class _Walker:
 
 
 def lower_for_features(sch, args) -> ir.PrimFunc:
-    """Loop nests after storage flattening, before the (slow) simplify/vectorize passes:
+    """Loop nests after storage flattening and software pipelining (Stage.pipeline moves
+    and doubles buffers, and joins loops), before the (slow) simplify/vectorize passes:
     loop kinds are still annotations and that is all the features need."""
     tensors = [sch[a].op.output(a.value_index) for a in args]
     params, body = storage_flatten(schedule_to_stmt(sch, tensors), tensors)
-    return ir.PrimFunc("features", params, (), body)
+    return ir.PrimFunc("features", params, (), software_pipeline(body))
 
 
 def extract(func: ir.PrimFunc) -> list:

@@ -213,16 +213,21 @@ def test_softmax_rows_are_software_pipelined_by_default():
     args = default_args(out)
     inputs = _inputs(args, np.random.default_rng(4))
     want = _run(te.create_schedule(out.op), args, inputs)
+    features = []
     for change, piped in (({}, True), ({"T_softmax_norm.pipeline": "off"}, False),
                           ({"T_softmax_exp.sum_with": "own"}, False),
                           ({"T_softmax_expsum.at": "root"}, False)):
         values = dict(space.default().values, **change)
         s, a = auto_schedule(space.from_json_dict({"knobs": values}), out)
         assert any(isinstance(step, S.Pipeline) for step in s.steps) == piped, change
+        features.append(dict(zip(F.NAMES, F.extract(F.lower_for_features(s, a)))))
         ir = str(te.lower(s, a))
         assert ("floormod(" in ir) == piped, ir  # the alternating copies of the row
         for g, w in zip(_run(s, a, inputs), want):
             np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4, err_msg=str(change))
+    # the cost model sees the pipelined program: its first and last rows are code of
+    # their own, beside the steady loop
+    assert features[0]["n_stores"] > features[1]["n_stores"]
     short = ConfigSpace()
     auto_schedule(short, LONG_ROWS["layer_norm_long"])  # no producer shares a sum's loop
     assert list(short.knobs["T_layer_norm.pipeline"].options) == ["off"]
