@@ -335,13 +335,12 @@ def _pipeline_rows(s, op, row, lo, store: str, rf) -> None:
     producer with a loop of its own) only the store policy is applied."""
     st = s[op]
     attached = [x for x in s.stages if x.attach_stage is st and x.attach_ivar is row]
-    lanes, vec = static_extent(s[rf].op.axis[-1]) if rf is not None else 0, \
-        static_extent(st.leaf_iter_vars[-1])
-    if rf is None or s[rf] not in attached or lanes % vec:
+    vec = static_extent(st.leaf_iter_vars[-1])
+    if rf is None or s[rf] not in attached or static_extent(s[rf].op.axis[-1]) % vec:
         _store_policy(st, op, lo, store)
         return
     sum_loop = s[rf].op.reduce_axis[0]
-    step = lanes // vec
+    step = static_extent(s[rf].op.axis[-1]) // vec
     if step > 1:
         lo, _ = st.split(lo, factor=step)
     _store_policy(st, op, lo, store, ahead=max(1, 32 // step))

@@ -11,7 +11,8 @@ the same bits on one target):
   (2.19 ulp at most; 2.3 on samples where the CPU has no FMA).
 
 Takes the FuncGen of codegen_llvm (duck-typed: .b, .mod, .float_const, .ll_type) and an
-LLVM float32 vector; gives one. Imports llvmlite and te.dtype.
+LLVM float32 vector; gives one. Imports llvmlite, te.dtype and codegen_llvm_math (its
+intrinsic calls; codegen_llvm_math imports this module only when it emits an exp).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import struct
 from llvmlite import ir
 
 from .. import dtype as dt
+from .codegen_llvm_math import intrinsic
 
 I32 = ir.IntType(32)
 F32 = ir.FloatType()
@@ -71,7 +73,7 @@ def _table_exp(gen, x, n: int) -> ir.Value:
     f = gen.float_const
 
     def call(name, *args):
-        return _intrinsic(gen, name, dtype, list(args))
+        return intrinsic(gen, name, dtype, list(args))
     x = call("llvm.minimum", call("llvm.maximum", x, f(X_MIN, dtype)), f(X_MAX, dtype))
     shifted = call("llvm.fma", x, f(LOG2E, dtype), f(TABLE_SHIFT, dtype))
     k = b.fsub(shifted, f(TABLE_SHIFT, dtype))          # n / 32, exact
@@ -171,7 +173,7 @@ def _polynomial_exp(gen, x, dtype: str) -> ir.Value:
     i32v = ir.VectorType(I32, n)
 
     def call(name, *args):
-        return _intrinsic(gen, name, dtype, list(args))
+        return intrinsic(gen, name, dtype, list(args))
     x = call("llvm.minimum", call("llvm.maximum", x, f(X_MIN, dtype)), f(X_MAX, dtype))
     # round to nearest rather than floor: r then needs no (k + 1/2) shift and exp(r) no
     # sqrt(2) factor, one vector add fewer
@@ -192,10 +194,3 @@ def _polynomial_exp(gen, x, dtype: str) -> ir.Value:
         bits = b.shl(b.add(e, ir.Constant(i32v, [127] * n)), ir.Constant(i32v, [23] * n))
         return b.bitcast(bits, gen.ll_type(dtype))
     return b.fmul(b.fmul(p, pow2(k1)), pow2(k2))
-
-
-def _intrinsic(gen, name: str, dtype: str, args: list) -> ir.Value:
-    """An LLVM intrinsic overloaded on float32 vectors (llvm.fma.v16f32, ...)."""
-    t = gen.ll_type(dtype)
-    fn = gen.mod.declare(f"{name}.v{dt.lanes(dtype)}f32", t, [t] * len(args))
-    return gen.b.call(fn, args)

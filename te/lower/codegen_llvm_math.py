@@ -4,7 +4,8 @@ non-temporal stores and their fence); the vector float32 exp is in codegen_llvm_
 Takes the FuncGen of codegen_llvm (duck-typed, never imported here, so no cycle: it gives
 .b, .mod, .ll_type, .expr, .expr_Const, .float_const, .vector_of and .address) and
 te.compute.expr Call nodes or the Load of an ir.Prefetch; gives LLVM values. Imports
-llvmlite, te.dtype, te.errors, te.compute.expr and codegen_llvm_exp.
+llvmlite, te.dtype, te.errors and te.compute.expr, and codegen_llvm_exp when it emits an exp
+(at the call: that module builds on this one's intrinsic()).
 """
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from llvmlite import ir
 from .. import dtype as dt
 from ..compute import expr as E
 from ..errors import BuildError
-from .codegen_llvm_exp import vector_exp_f32
 
 I32 = ir.IntType(32)
 # `contract` lets LLVM fuse a multiply and an add into an FMA, as C compilers do by default.
@@ -45,7 +45,7 @@ def emit_call(gen, e: E.Call) -> ir.Value:
     if not dt.is_float(e.dtype):
         raise BuildError(f"Call: intrinsic {e.name!r} needs a float dtype, got {e.dtype}")
     if e.name == "exp" and e.dtype.startswith("float32x"):
-        return vector_exp_f32(gen, args[0], e.dtype)
+        return _vector_exp(gen, args[0], e.dtype)
     if e.name in LLVM_MATH:
         return intrinsic(gen, LLVM_MATH[e.name], e.dtype, args)
     if e.name in LIBM:
@@ -55,11 +55,17 @@ def emit_call(gen, e: E.Call) -> ir.Value:
         return gen.b.fdiv(gen.float_const(1.0, e.dtype), root, flags=FP_FLAGS)
     if e.name == "sigmoid":
         neg = gen.b.fneg(args[0], flags=FP_FLAGS)
-        exp = vector_exp_f32(gen, neg, e.dtype) if e.dtype.startswith("float32x") \
+        exp = _vector_exp(gen, neg, e.dtype) if e.dtype.startswith("float32x") \
             else intrinsic(gen, "llvm.exp", e.dtype, [neg])  # (llvm.exp of a vector: expf calls)
         denom = gen.b.fadd(gen.float_const(1.0, e.dtype), exp, flags=FP_FLAGS)
         return gen.b.fdiv(gen.float_const(1.0, e.dtype), denom, flags=FP_FLAGS)
     raise BuildError(f"Call: unknown intrinsic {e.name!r}")
+
+
+def _vector_exp(gen, x, dtype: str) -> ir.Value:
+    """codegen_llvm_exp.vector_exp_f32, imported here: that module builds on intrinsic()."""
+    from .codegen_llvm_exp import vector_exp_f32
+    return vector_exp_f32(gen, x, dtype)
 
 
 def _lanes(b, v, lo: int, width: int):
