@@ -89,6 +89,14 @@ def _mirror(rows=6, cols=5):
     return A, B, C
 
 
+def _mirror_at_rows(rows=6, cols=5):
+    """_mirror's stages, B computed at C's row loop: (schedule, A, B, C)."""
+    A, B, C = _mirror(rows, cols)
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    return s, A, B, C
+
+
 def _ref_mirror(a):
     return a[:, ::-1] * 2.0 + 1.0
 
@@ -96,9 +104,7 @@ def _ref_mirror(a):
 @pytest.mark.parametrize("interleave", [False, True])
 def test_symbolic_rows_including_none(interleave):
     n = te.var("n")
-    A, B, C = _mirror(n, 5)
-    s = te.create_schedule(C.op)
-    s[B].compute_at(s[C], C.op.axis[0])
+    s, A, B, C = _mirror_at_rows(n, 5)
     s[C].pipeline(C.op.axis[0], interleave=(s[B], B.op.axis[1]) if interleave else None)
     assert "if (n > 0) {" in str(te.lower(s, [A, C]))
     mod = te.build(s, [A, C])
@@ -140,9 +146,7 @@ def _assert_lowering_refused(s, args, message):
 
 
 def test_refuses_a_parallel_loop():
-    A, B, C = _mirror()
-    s = te.create_schedule(C.op)
-    s[B].compute_at(s[C], C.op.axis[0])
+    s, A, B, C = _mirror_at_rows()
     s[C].parallel(C.op.axis[0])
     s[C].pipeline(C.op.axis[0])
     _assert_lowering_refused(s, [A, C], "pipeline of loop 'i': the loop is parallel; only a "
@@ -168,9 +172,7 @@ def test_refuses_interleaving_with_a_fused_stages_own_loop():
 
 
 def test_refuses_interleaving_loops_of_different_lengths():
-    A, B, C = _mirror(6, 8)
-    s = te.create_schedule(C.op)
-    s[B].compute_at(s[C], C.op.axis[0])
+    s, A, B, C = _mirror_at_rows(6, 8)
     s[C].split(C.op.axis[1], factor=4)
     s[C].pipeline(C.op.axis[0], interleave=(s[B], B.op.axis[1]))
     _assert_lowering_refused(s, [A, C], "pipeline of loop 'i': loop 'j' runs 8 iterations "
@@ -197,9 +199,7 @@ def test_refuses_interleaving_a_reduction_init_and_update():
 
 
 def test_refuses_interleaving_a_vectorized_stage_loop():
-    A, B, C = _mirror(6, 8)
-    s = te.create_schedule(C.op)
-    s[B].compute_at(s[C], C.op.axis[0])
+    s, A, B, C = _mirror_at_rows(6, 8)
     s[C].vectorize(C.op.axis[1])
     s[C].pipeline(C.op.axis[0], interleave=(s[B], B.op.axis[1]))
     _assert_lowering_refused(s, [A, C], "pipeline of loop 'i': the pipelined stage's loop "
@@ -254,9 +254,7 @@ def test_refuses_reordering_extern_calls():
 
 
 def test_interleaving_keeps_the_host_loops_store_pragma_to_its_own_stores():
-    A, B, C = _mirror(7, 64)
-    s = te.create_schedule(C.op)
-    s[B].compute_at(s[C], C.op.axis[0])
+    s, A, B, C = _mirror_at_rows(7, 64)
     jo, ji = s[C].split(C.op.axis[1], factor=16)
     s[C].vectorize(ji)
     bo, bi = s[B].split(s[B].leaf_iter_vars[1], factor=16)
@@ -265,7 +263,7 @@ def test_interleaving_keeps_the_host_loops_store_pragma_to_its_own_stores():
     s[C].pipeline(C.op.axis[0], interleave=(s[B], bo))
     mod = te.build(s, [A, C])
     assert "vmovntps" not in mod.get_source("asm")
-    check_schedule(s, [A], [C], lambda a: _ref_mirror(a))
+    check_schedule(s, [A], [C], _ref_mirror)
 
 
 def test_schedule_refuses_pipelining_an_inlined_stage():
