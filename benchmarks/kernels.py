@@ -205,20 +205,42 @@ def _lanes_inside(s, RF):
     s[RF].vectorize(lane)
 
 
-def row_sum(rows: int, cols: int):
-    """LANES vector partial sums per row, rows in parallel; each vector step also
-    prefetches the same line of the next row, which doubles the misses in flight (Zen 5,
-    4096^2: 1.44 -> 1.20 ms at 1 thread, 0.90-0.97 -> 0.83-0.85 ms at 2)."""
+def row_sum(rows: int, cols: int, side_by_side: int = 1):
+    """LANES vector partial sums per row, rows in parallel.
+
+    side_by_side=1: one row at a time; each vector step also prefetches the same line of
+    the next row, which doubles the misses in flight (Zen 5, 4096^2: 1.44 -> 1.20 ms at 1
+    thread, 0.90-0.97 -> 0.83-0.85 ms at 2).
+
+    side_by_side=R > 1: blocks of R rows read in lockstep, one vector of each row per step
+    (R vector accumulators), prefetching 16 lines ahead in every row. An Intel core's L2
+    streamer follows one stream per 4 KiB page and stops at the page's end, so one row
+    read at a time keeps few lines in flight; R streams keep R times as many (Ice Lake
+    server, one core, 4096^2, 9 alternating rounds: 5.7-6.0 ms one row at a time, 5.0 ms
+    with 8 rows, 4.6 ms with 16 rows and the prefetch; two threads 2.96 -> 2.32 ms). On
+    Zen 4, two or four rows side by side were slower than one (2.45 and 2.55 vs 2.19 ms),
+    so the suite times both forms on the machine it runs on (VARIANTS)."""
     X = te.placeholder((rows, cols), name="X")
     k = te.reduce_axis((0, cols), name="k")
     S = te.compute((rows,), lambda i: te.sum(X[i, k], axis=k), name="S")
     s = te.create_schedule(S.op)
     jo, ji = s[S].split(S.op.reduce_axis[0], factor=LANES)
     RF = s.rfactor(S, ji, factor_axis=1)
-    s[RF].compute_at(s[S], S.op.axis[0])
-    _lanes_inside(s, RF)
-    s[RF].prefetch(X, RF.op.reduce_axis[0], -(-cols // LANES))
-    s[S].parallel(S.op.axis[0])
+    if side_by_side == 1:
+        s[RF].compute_at(s[S], S.op.axis[0])
+        _lanes_inside(s, RF)
+        s[RF].prefetch(X, RF.op.reduce_axis[0], -(-cols // LANES))
+        s[S].parallel(S.op.axis[0])
+        return s, [X, S]
+    block, _ = s[S].split(S.op.axis[0], factor=side_by_side)
+    s[RF].compute_at(s[S], block)
+    row, lane = RF.op.axis
+    step = RF.op.reduce_axis[0]
+    s[RF].reorder(step, row, lane)
+    s[RF].unroll(row)
+    s[RF].vectorize(lane)
+    s[RF].prefetch(X, step, 16)
+    s[S].parallel(block)
     return s, [X, S]
 
 
@@ -274,13 +296,23 @@ def softmax(rows: int, cols: int, block: int = 64):
     return s, [X, Y]
 
 
-def layernorm(rows: int, cols: int):
-    """Per row: mean, variance, then the affine normalization; rows in parallel. The two
-    sums run four accumulator chains each, and each prefetches the same line of the next
-    row into L2 (Zen 4, one thread, 4096x4096, medians of separate runs: 6.0 ms with the
-    mean pass prefetching into L1, 6.1 ms with it prefetching into L2, 6.3 ms with both
-    passes into L1, 4.5-4.7 ms with both into L2). The output pass writes Y with
-    non-temporal stores, as softmax does (Zen 4: 9.6 -> 6.5 ms)."""
+def layernorm(rows: int, cols: int, pipelined: bool = False, block: int = 64):
+    """Per row: mean, variance, then the affine normalization. The two sums run four
+    accumulator chains each; the output pass writes Y with non-temporal stores, as
+    softmax does (Zen 4: 9.6 -> 6.5 ms).
+
+    pipelined=False: rows in parallel; both sums prefetch the same line of the next row
+    into L2 (Zen 4, one thread, 4096x4096, medians of separate runs: 6.0 ms with the mean
+    pass prefetching into L1, 6.1 ms with it prefetching into L2, 6.3 ms with both passes
+    into L1, 4.5-4.7 ms with both into L2).
+
+    pipelined=True: rows in parallel blocks of up to `block`, the row loop software-
+    pipelined as softmax's is: row i - 1 is normalized and written inside the mean pass of
+    row i, so the writes overlap the reads from memory; only the mean pass prefetches
+    (Ice Lake server, 4096^2, 9 alternating rounds, of copy's speed in the same rounds:
+    0.65 -> 0.78 at one thread, 0.57 -> 0.79 at two; with both passes prefetching 0.76
+    and 0.74, with neither 0.72 and 0.65). On Zen 4 the sixth session measured the
+    pipelined form slower (0.67 vs 0.72 of copy), so the suite times both (VARIANTS)."""
     X = te.placeholder((rows, cols), name="X")
     g = te.placeholder((cols,), name="g")
     b = te.placeholder((cols,), name="b")
@@ -288,11 +320,33 @@ def layernorm(rows: int, cols: int):
     s = te.create_schedule(Y.op)
     stages = {st.name: st for st in s.stages}
     i, j = s[Y].op.axis
-    s[Y].parallel(i)
+    if pipelined:
+        i_block, i = s[Y].split(i, factor=max(1, min(block, rows // 8)))
+        s[Y].parallel(i_block)
+    else:
+        s[Y].parallel(i)
     jo, _ = _row_split(s, Y, j)
     lanes = 4 * LANES
+    partials = {}
     for name in ("Y_var", "Y_mean"):
         rf = _lane_reduce(s, stages[name].op.output(0), Y, i, lanes=lanes)
-        s[rf].prefetch(X, rf.op.reduce_axis[0], -(-cols // lanes), locality=NEXT_ROW)
-    _stream_out(s, Y, jo)
+        if name == "Y_mean" or not pipelined:
+            s[rf].prefetch(X, rf.op.reduce_axis[0], -(-cols // lanes), locality=NEXT_ROW)
+        partials[name] = rf
+    if pipelined:
+        steps, _ = s[Y].split(jo, factor=lanes // LANES)  # one step per mean step
+        mean_rf = partials["Y_mean"]
+        s[Y].pipeline(i, interleave=(s[mean_rf], s[mean_rf].op.reduce_axis[0]))
+        _stream_out(s, Y, steps)
+    else:
+        _stream_out(s, Y, jo)
     return s, [X, g, b, Y]
+
+
+# Hand schedules whose best form depends on the CPU's prefetchers and caches, as
+# {case: [(label, keyword arguments)]}: benchmarks/run.py times each form on the machine
+# it runs on and reports the faster one (the first is the default elsewhere).
+VARIANTS = {
+    "sum": [("one row", {}), ("16 rows side by side", {"side_by_side": 16})],
+    "layernorm": [("rows", {}), ("pipelined rows", {"pipelined": True})],
+}

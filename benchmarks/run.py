@@ -12,6 +12,7 @@ numpy and the sibling benchmark modules.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -88,6 +89,7 @@ class Row:
     unit: str                      # "GFLOP/s" or "GB/s"
     ratios: dict = field(default_factory=dict)   # reference -> median(ref time / te time)
     ref_s: dict = field(default_factory=dict)
+    variant: str = ""              # which of kernels.VARIANTS[case] this machine ran fastest
 
 
 def _spread(xs: list) -> float:
@@ -245,7 +247,28 @@ def conv_rows(workers, quick: bool, rounds: int) -> list:
     return rows
 
 
-def memory_rows(workers, quick: bool, rounds: int) -> list:
+def pick_variant(candidates: list, threads: int, rounds: int = 5) -> tuple:
+    """The fastest of [(label, module, call arguments)] at `threads`, timed alternately
+    (the first candidate alternating too) as the suite times its rows: (label, module,
+    arguments, one line saying what each took)."""
+    runtime.set_num_threads(threads)
+    number = _calls_for(candidates[0][1].time_evaluator(number=1, repeat=1)(
+        *candidates[0][2]).median)
+    times = {label: [] for label, _, _ in candidates}
+    for k in range(rounds):
+        order = candidates if k % 2 == 0 else candidates[::-1]
+        for label, mod, xs in order:
+            times[label].append(mod.time_evaluator(number=number, repeat=3)(*xs).min)
+    medians = {label: statistics.median(ts) for label, ts in times.items()}
+    label, mod, xs = min(candidates, key=lambda c: medians[c[0]])
+    took = ", ".join(f"{lbl} {ms * 1e3:.3f} ms" for lbl, ms in medians.items())
+    return label, mod, xs, f"{threads} thr: {took} -> {label}"
+
+
+def memory_rows(workers, quick: bool, rounds: int, choices: list) -> list:
+    """The memory-bound row kernels; where kernels.VARIANTS lists several hand-written
+    forms of one, the fastest on this machine at each thread count (its choice and the
+    times behind it are appended to `choices`)."""
     rows = []
     n = 2048 if quick else 4096
     cases = [  # (kernel, case, schedule, output shape, bytes moved at the least)
@@ -262,16 +285,26 @@ def memory_rows(workers, quick: bool, rounds: int) -> list:
     copy_mod = te.build(*kernels.copy(n, n))
     for name, case, fn, out_shape, nbytes in cases:
         p = dict(rows=n, cols=n)
-        mod, xs = _build_checked(fn, (n, n), case, p, out_shape)
-        if case == "copy":
-            stick = None
-        else:
-            out = xs[-1] if xs[-1].shape == (n, n) else _aligned(np.empty((n, n), np.float32))
-            stick = (copy_mod, [xs[0], out])
+        candidates = []
+        for label, kwargs in kernels.VARIANTS.get(case, [("", {})]):
+            mod, xs = _build_checked(functools.partial(fn, **kwargs), (n, n), case, p,
+                                     out_shape)
+            candidates.append((label, mod, xs))
         for threads in _thread_counts():
+            label, mod, xs = candidates[0]
+            if len(candidates) > 1:
+                label, mod, xs, took = pick_variant(candidates, threads)
+                choices.append(f"{name}, {took}")
+            if case == "copy":
+                stick = None
+            else:
+                out = xs[-1] if xs[-1].shape == (n, n) else _aligned(
+                    np.empty((n, n), np.float32))
+                stick = (copy_mod, [xs[0], out])
             t, sp, ratios, ref_s = measure(workers[threads], mod, xs, case, p, threads, rounds,
                                            yardstick=stick)
-            rows.append(Row(name, f"{n}x{n}", threads, t, sp, nbytes, "GB/s", ratios, ref_s))
+            rows.append(Row(name, f"{n}x{n}", threads, t, sp, nbytes, "GB/s", ratios, ref_s,
+                            label))
             _print_row(rows[-1])
     return rows
 
@@ -287,7 +320,8 @@ def _cells(row: Row) -> tuple:
     rate = row.work / row.te_s / 1e9
     ratio = [f"{row.ratios[k]:.2f}x" if k in row.ratios else "n/a"
              for k in ("numpy", "onnxruntime")]
-    return (row.kernel, row.shape, str(row.threads), f"{row.te_s * 1e3:.3f}",
+    kernel = f"{row.kernel} [{row.variant}]" if row.variant else row.kernel
+    return (kernel, row.shape, str(row.threads), f"{row.te_s * 1e3:.3f}",
             f"{row.te_spread * 100:.0f}%", f"{rate:.1f} {row.unit}", *ratio)
 
 
@@ -342,7 +376,7 @@ def main(argv=None) -> int:
     rounds = args.rounds or (3 if args.quick else 7)
     groups = args.only.split(",")
     workers = {t: RefWorker(t) for t in _thread_counts()}
-    rows, over = [], []
+    rows, over, choices = [], [], []
     try:
         info = f"{machine_info()}; numpy BLAS {workers[1].blas()}"
         print(info)
@@ -356,7 +390,7 @@ def main(argv=None) -> int:
         if "conv" in groups:
             rows += conv_rows(workers, args.quick, rounds)
         if "memory" in groups:
-            rows += memory_rows(workers, args.quick, rounds)
+            rows += memory_rows(workers, args.quick, rounds, choices)
     finally:
         for w in workers.values():
             w.close()
@@ -365,7 +399,8 @@ def main(argv=None) -> int:
     command = "python benchmarks/run.py" + (" --quick" if args.quick else "") + \
         (f" --rounds {args.rounds}" if args.rounds else "") + \
         (f" --only {args.only}" if args.only != parser.get_default("only") else "")
-    text = targets.results_markdown(command, info, format_table(rows), over, verdicts)
+    text = targets.results_markdown(command, info, format_table(rows), over, verdicts,
+                                    choices)
     with open(args.out, "w") as f:
         f.write(text)
     print()

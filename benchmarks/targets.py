@@ -78,7 +78,10 @@ def verdict_lines(verdicts: list) -> list:
     return lines + [f"{met} of {len(verdicts)} targets met"]
 
 
-def results_markdown(command: str, info: str, table: list, over: list, verdicts: list) -> str:
+def results_markdown(command: str, info: str, table: list, over: list, verdicts: list,
+                     choices: tuple = ()) -> str:
+    """choices: lines saying which hand-written form of a kernel ran fastest here (in
+    brackets in the table) and what each form took, timed before that kernel's rows."""
     met = sum(1 for v in verdicts if v[2])
     parts = [
         "# Benchmark results", "",
@@ -92,6 +95,9 @@ def results_markdown(command: str, info: str, table: list, over: list, verdicts:
         "GB/s counts the bytes that must move at the least (read the input once, write the "
         "output once).", "",
         "```", *table, "```", "",
+        *(["Kernels with several hand-written forms (benchmarks/kernels.py VARIANTS) run "
+           "the form that was fastest here, 5 alternating rounds of each, medians:", "",
+           *[f"- {c}" for c in choices], ""] if choices else []),
         "## Fixed costs", "",
         *[f"- {name}: {value:.3g} {unit} (target < {target:g} {unit})"
           for name, value, unit, target in over], "",

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import te
+from te.lower.interp import run_func
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
 sys.path.insert(0, BENCH)
@@ -19,9 +20,9 @@ import refs  # noqa: E402
 CASES = ["copy", "relu_affine", "softmax", "layernorm", "sum"]
 
 
-def _run(case: str, rows: int, cols: int):
+def _run(case: str, rows: int, cols: int, **form):
     fn = getattr(kernels, {"sum": "row_sum"}.get(case, case))
-    s, args = fn(rows, cols)
+    s, args = fn(rows, cols, **form)
     mod = te.build(s, args)
     params = {"rows": rows, "cols": cols}
     xs = refs.make_inputs(case, params)
@@ -36,6 +37,68 @@ def _run(case: str, rows: int, cols: int):
 def test_row_kernel_matches_numpy(case, rows, cols):
     _, out, want = _run(case, rows, cols)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+
+
+# every hand-written form the suite may pick (kernels.VARIANTS), the default one included
+FORMS = [(case, label, form) for case, forms in kernels.VARIANTS.items()
+         for label, form in forms]
+
+
+@pytest.mark.parametrize("case, label, form", FORMS, ids=[f"{c}-{lbl}" for c, lbl, _ in FORMS])
+@pytest.mark.parametrize("rows, cols", [(37, 1003), (6, 4096), (1, 17), (5, 16), (33, 64)])
+def test_each_form_matches_numpy(case, label, form, rows, cols):
+    _, out, want = _run(case, rows, cols, **form)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case, label, form", FORMS, ids=[f"{c}-{lbl}" for c, lbl, _ in FORMS])
+def test_each_form_matches_numpy_in_the_interpreter(case, label, form):
+    """The interpreter checks every index, prefetched ones included, against the buffers:
+    blocks of rows that do not divide 19, prefetches that run past the last row."""
+    fn = getattr(kernels, {"sum": "row_sum"}.get(case, case))
+    rows, cols = 19, 97
+    s, args = fn(rows, cols, **form)
+    params = {"rows": rows, "cols": cols}
+    xs = refs.make_inputs(case, params)
+    out = np.full((rows,) if case == "sum" else (rows, cols), np.nan, np.float32)
+    run_func(te.lower(s, args), [*xs, out])
+    np.testing.assert_allclose(out, refs.numpy_reference(case, params, xs)(), rtol=1e-4,
+                               atol=1e-5)
+
+
+def test_sum_side_by_side_reads_one_vector_of_every_row_of_a_block_per_step():
+    """16 rows in lockstep: each step of the reduction loop adds one vector of each of the
+    block's rows to that row's accumulator and prefetches 16 steps ahead in each row."""
+    s, args = kernels.row_sum(64, 4096, side_by_side=16)
+    ir = str(te.lower(s, args))
+    (step, body), = _loops(ir, r"k\.outer", 4096 // kernels.LANES)
+    assert body.count("S.rf[ramp(") == 2 * 16, body   # 16 accumulators, read and written
+    # one prefetch per row of the block, 16 steps (16 x 16 floats) ahead
+    assert f"for ({step}.pf0, 0, 16) {{\n" in body, body
+    assert f"prefetch(&X[(((i.outer*65536) + ({step}.pf0*4096)) + ({step}*16)) + 256])" \
+        in body, body
+    assert f"X[ramp(((i.outer*65536) + ({step}*16)) + 4096, 1, 16)]" in body, body
+
+
+def test_layernorm_pipelined_writes_the_row_before_inside_the_mean_pass():
+    """pipelined: in every row of a block but the first, the loop of the mean's partial
+    sums also normalizes and writes the previous row, from the other copy of its
+    statistics; only that pass prefetches the next row."""
+    s, args = kernels.layernorm(64, 4096, pipelined=True)   # 8 blocks of 8 rows
+    ir = str(te.lower(s, args))
+    lanes = 4 * kernels.LANES
+    loops = [body for _, body in _loops(ir, r"k\.outer\w*", 4096 // lanes)
+             if "Y_mean.rf[ramp(0, 1, 64)] = Y_mean.rf[ramp(0, 1, 64)] + " in body]
+    writing = [body for body in loops if "Y[ramp(" in body]
+    assert writing and len(writing) < len(loops), ir   # a block's first row writes nothing
+    # the previous row's statistics: the other copy (a constant index in the peeled row)
+    assert all("rsqrt(Y_var[" in body for body in writing)
+    assert any("broadcast(Y_mean[floormod(i0.inner + 1, 2)], 16)" in body and
+               "rsqrt(Y_var[floormod(i0.inner + 1, 2)] + 1e-05f)" in body for body in writing)
+    var_loops = [body for _, body in _loops(ir, r"k\.outer\w*", 4096 // lanes)
+                 if "Y_var.rf[ramp(0, 1, 64)] = " in body]
+    assert var_loops and not any("prefetch(&X" in body for body in var_loops)
+    assert any("prefetch(&X" in body for body in writing)
 
 
 @pytest.mark.parametrize("case", CASES)

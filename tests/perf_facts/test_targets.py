@@ -68,3 +68,41 @@ def test_measure_times_the_yardstick_in_every_round():
         runtime.set_num_threads(before)
     assert t > 0 and ratios["yardstick"] > 0 and ref_s == {}
     assert set(ratios) == {"yardstick"}
+
+
+class _FakeModule:
+    """Stands for a built kernel whose every batch takes `seconds`; records the order in
+    which the candidates were timed."""
+
+    def __init__(self, seconds, log, label):
+        self.seconds, self.log, self.label = seconds, log, label
+
+    def time_evaluator(self, number, repeat):
+        def timed(*args):
+            self.log.append(self.label)
+            return type("Result", (), {"median": self.seconds, "min": self.seconds})()
+        return timed
+
+
+def test_pick_variant_keeps_the_fastest_form_and_alternates_which_goes_first():
+    log = []
+    candidates = [(label, _FakeModule(sec, log, label), []) for label, sec in
+                  (("one row", 5.7e-3), ("16 rows side by side", 4.5e-3), ("8 rows", 4.9e-3))]
+    label, mod, xs, took = run.pick_variant(candidates, threads=1, rounds=4)
+    assert label == "16 rows side by side" and mod is candidates[1][1]
+    assert took == ("1 thr: one row 5.700 ms, 16 rows side by side 4.500 ms, 8 rows 4.900 "
+                    "ms -> 16 rows side by side")
+    rounds = [log[1 + 3 * k:1 + 3 * (k + 1)] for k in range(4)]   # after one sizing call
+    assert rounds[0][0] == "one row" and rounds[1][0] == "8 rows"
+
+
+def test_results_name_the_form_each_kernel_ran():
+    row = run.Row("sum", f"{N}x{N}", 1, 4.5e-3, 0.0, BYTES // 2, "GB/s", {}, {},
+                  "16 rows side by side")
+    table = run.format_table([row])
+    assert table[1].startswith("sum [16 rows side by side]  4096x4096  1")
+    text = targets.results_markdown("cmd", "machine", table, [], [],
+                                    ["sum, 1 thr: one row 5.7 ms, 16 rows 4.5 ms -> 16 rows"])
+    assert "- sum, 1 thr: one row 5.7 ms, 16 rows 4.5 ms -> 16 rows" in text
+    assert "Kernels with several hand-written forms" not in targets.results_markdown(
+        "cmd", "machine", table, [], [])
