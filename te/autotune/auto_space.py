@@ -14,7 +14,10 @@ the xgb tuner's cold start around it) is already a good kernel. Policy, per stag
     that the tile streams as a panel (B of A[i,k]*B[k,j], or B[j,k]) is first copied into
     [.., j // nr, k, j % nr] panels by a compute built from the operator's own index
     expressions (a graph rewrite, before the schedule exists). With little spatial
-    parallelism, an rfactor knob instead;
+    parallelism, an rfactor knob instead. A row reduction (every input read along the
+    one reduction axis as its last index: sum(X[i, k], axis=k)) defaults to vector
+    partial results along its rows at its row loop (rfactor), `.rows` rows read side by
+    side, `.prefetch` ahead in the input rows;
   * injective non-outputs: inlined, computed at their reader's row loop, or at root
     (read by several stages, like softmax's exp, the row loop is the default; a
     conditional producer of a reduction, like conv's padding, is never inlined);
@@ -87,7 +90,7 @@ def auto_schedule(cfg, outputs, args=None):
     for op in out_ops:
         if isinstance(op, ComputeOp) and op.is_reduction:
             _define_micro_kernel(cfg, op, prefix[op])
-            if cfg[prefix[op] + ".pack"].val:
+            if cfg[prefix[op] + ".pack"].val and not cfg[prefix[op] + ".rfactor"].val:
                 new, packed = _pack_rewrite(op, cfg[prefix[op] + ".nr"].val)
                 swap[op], packs[new] = new, packed
                 prefix[new] = prefix[op]

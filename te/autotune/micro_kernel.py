@@ -1,9 +1,11 @@
 """The register-blocked micro-kernel of the automatic space, for reduction outputs.
 
 Takes a reduction op and a config; defines its register-tile knobs (nr x mr x fr, row
-blocks, k split, unrolling, order, parallel, packing, cache, rfactor) and applies them:
-the tile accumulates in a cache_write local buffer at the row-block loop, the reduction
-loops run outside the tile, the tile's rows are unrolled and its last axis vectorized.
+blocks, k split, unrolling, order, parallel, packing, cache, rfactor; rows side by side
+and prefetch for row reductions) and applies them: the tile accumulates in a cache_write
+local buffer at the row-block loop, the reduction loops run outside the tile, the tile's
+rows are unrolled and its last axis vectorized; a row reduction instead keeps vector
+partial results along its rows (rfactor) at its row loop.
 Also the packing rewrite (the streamed panel operand copied to [.., j // nr, k, j % nr]
 by a compute built from the operator's own index expressions) and the host's vector
 width. Used by auto_space.py. Imports te.compute, te.dtype, space; llvmlite lazily.
@@ -15,7 +17,7 @@ import math
 
 from .. import dtype as dt
 from ..compute import expr as E
-from ..compute.tensor import ComputeOp
+from ..compute.tensor import ComputeOp, PlaceholderOp
 from ..errors import ArgumentError
 
 MAX_UNROLL = 256
@@ -124,6 +126,22 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
                     else ["rows_cols"])
     cfg.define_knob(pfx + ".parallel", ["fused", "outer", "none"])
     cfg.define_knob(pfx + ".pack", [True, False] if _pack_candidate(op) else [False])
+    # Vector partial results along the reduction axis (rfactor) instead of a register tile
+    # across outputs: the default for a row reduction (its input rows are contiguous, so a
+    # tile across rows would gather or pack them: a 4096^2 row sum took 57 ms that way and
+    # 4.5-5.9 ms as partial sums), a choice for an output too small to fill a tile.
+    rows_in = row_reduction_inputs(op)
+    few = math.prod(ext) < 64 and bool(rext) and rext[0] >= 64
+    cfg.define_knob(pfx + ".rfactor", [True, False] if rows_in else
+                    [False, True] if few else [False])
+    # rows of a row reduction read side by side, one vector of each per step: a core whose
+    # L2 prefetcher follows one stream per 4 KiB page keeps that many more lines in flight
+    # (Ice Lake server: 16 rows, 5.7 -> 4.5 ms; Zen 4: 2 or 4 rows were slower than one)
+    # (row reductions only: other reductions keep the knobs, and so the cost model's
+    # features, they had)
+    if rows_in and ext:
+        cfg.define_knob(pfx + ".rows", [r for r in (1, 16, 8, 4) if r <= ext[-1]])
+        cfg.define_knob(pfx + ".prefetch", ["ahead", "off"])
 
 
 def tensor_loads(op) -> list:
@@ -148,6 +166,23 @@ def _streamed_operand_axes(op) -> set:
         if j in used:
             out.update(used & spatial)
     return out
+
+
+def row_reduction_inputs(op) -> list:
+    """The inputs of a one-output reduction over one axis k that reads every tensor with k
+    as its last index and nowhere else (X in sum(X[i, k], axis=k)), with rows of at least
+    two vectors; else []. Each step along k then reads contiguous memory in every input."""
+    if op.num_outputs != 1 or len(op.reduce_axis) != 1:
+        return []
+    k = op.reduce_axis[0]
+    if static_extent(k) < 2 * vector_lanes(op.output_dtype(0)):
+        return []
+    loads = tensor_loads(op)
+    if not loads or any(not x.indices or x.indices[-1] is not k.var
+                        or any(k.var in E.free_vars(e) for e in x.indices[:-1])
+                        for x in loads):
+        return []
+    return list(dict.fromkeys(x.tensor for x in loads))
 
 
 def _pack_candidate(op):
@@ -222,11 +257,8 @@ def _schedule_reduction(cfg, s, op, pfx: str, packed=None):
     axis vectorized; row blocks of mc tiles, parallel over the fused outer loops.
     Without the cache, the same tiling is applied to the op itself.
     """
-    spatial, reduce = list(op.axis), list(op.reduce_axis)
+    spatial = list(op.axis)
     ext = [static_extent(iv) for iv in spatial]
-    rext = [static_extent(iv) for iv in reduce]
-    few = math.prod(ext) < 64 and rext[0] >= 64
-    cfg.define_knob(pfx + ".rfactor", [False, True] if few else [False])
     cfg.define_knob(pfx + ".cache", [True, False] if op.num_outputs == 1 else [False])
     if packed is not None:
         _schedule_pack(cfg, s, packed, pfx)
@@ -334,16 +366,44 @@ def _const_extent(iv) -> int:
 
 
 def _schedule_rfactor(cfg, s, op, pfx: str):
-    """Little spatial parallelism: factor the reduction into a vectorized partial stage."""
-    reduce = list(op.reduce_axis)
+    """Vector partial results along the reduction axis (kc vectors of them, the lane axis
+    innermost and vectorized). A row reduction computes them at its row loop, `.rows` rows
+    side by side, prefetching ahead in its input rows; an output with little spatial
+    parallelism computes them at root."""
     st = s[op]
-    ko, ki = st.split(reduce[0], factor=vector_lanes(op.output_dtype(0)) * cfg[pfx + ".kc"].val)
+    kc = cfg[pfx + ".kc"].val
+    _, ki = st.split(op.reduce_axis[0], factor=vector_lanes(op.output_dtype(0)) * kc)
     rf = s.rfactor(op.output(0), ki, factor_axis=len(op.axis))
     rst = s[rf]
     lanes = rst.op.axis[-1]
-    red = list(rst.op.reduce_axis)
-    rst.reorder(*(list(rst.op.axis[:-1]) + red + [lanes]))
+    steps = list(rst.op.reduce_axis)
+    width = vector_lanes(op.output_dtype(0)) * kc
+    inputs = row_reduction_inputs(op)
+    if not inputs or not op.axis:   # (the knobs .rows and .prefetch exist otherwise)
+        rst.reorder(*(list(rst.op.axis[:-1]) + steps + [lanes]))
+        rst.vectorize(lanes)
+        if op.axis and cfg[pfx + ".parallel"].val != "none":
+            st.parallel(op.axis[0])
+        return None
+    rows = cfg[pfx + ".rows"].val
+    spatial = list(op.axis)
+    if rows > 1:
+        block, _ = st.split(spatial[-1], factor=rows)
+        outer = spatial[:-1] + [block]
+    else:
+        outer = spatial
+    fused = _parallel(cfg, st, outer, pfx)
+    rst.compute_at(st, fused if fused is not None else outer[-1])
+    row = rst.op.axis[-2]
+    rst.reorder(*(list(rst.op.axis[:-2]) + steps + [row, lanes]))
+    if rows > 1:
+        rst.unroll(row)
     rst.vectorize(lanes)
-    if op.axis and cfg[pfx + ".parallel"].val != "none":
-        st.parallel(op.axis[0])
+    if cfg[pfx + ".prefetch"].val == "ahead":
+        # one row at a time: the same lines of the next row; side by side: 16 lines ahead
+        # in each row (the hand kernels of benchmarks/kernels.py row_sum)
+        ahead = -(-static_extent(op.reduce_axis[0]) // width) if rows == 1 else max(1, 16 // kc)
+        for t in inputs:
+            if isinstance(t.op, PlaceholderOp):
+                rst.prefetch(t, steps[0], ahead)
     return None

@@ -13,6 +13,7 @@ from te.autotune.auto_space import auto_schedule, default_args, vector_lanes
 from te.autotune.space import ConfigSpace
 from te.compute import ops
 from te.compute.tensor import PlaceholderOp
+from te.lower.interp import run_func
 from te.schedule import steps as S
 from helpers import rand_array
 
@@ -425,3 +426,63 @@ def test_row_reduction_partials_in_other_dtypes_match_numpy(dtype):
             got, = _run(s, a, inputs)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9,
                                        err_msg=f"{dtype} lanes {width} at {at}")
+
+
+def _row_sum(shape, dtype="float32"):
+    X = te.placeholder(shape, name="X", dtype=dtype)
+    return ops.sum(X, axis=len(shape) - 1)
+
+
+def test_row_sum_output_defaults_to_partial_sums_along_its_rows():
+    """A reduction output that reads its input rows contiguously is summed as vector
+    partial results at its row loop (no packed copy of the input, no tile across rows),
+    four vectors of them, prefetching the next row; `.rows` offers reading rows side by
+    side. A matmul, whose B is not read along k, keeps its register tile and gets no such
+    knobs."""
+    out = _row_sum((64, 4096))
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    assert space.knobs["T_sum.rfactor"].options[0] is True
+    assert list(space.knobs["T_sum.rows"].options) == [1, 16, 8, 4]
+    assert list(space.knobs["T_sum.prefetch"].options) == ["ahead", "off"]
+    s, args = auto_schedule(space.default(), out)
+    ir = str(te.lower(s, args))
+    lanes = vector_lanes()
+    assert "X_pack" not in ir and f"allocate T_sum.rf[float32 * {4 * lanes}]" in ir, ir
+    assert f"prefetch(&X[(((i0*4096) + (k.outer*{4 * lanes})) + (k.outer.pf1*{lanes})) " \
+        "+ 4096])" in ir, ir
+    side = dict(space.default().values, **{"T_sum.rows": 16, "T_sum.kc": 1})
+    s, args = auto_schedule(space.from_json_dict({"knobs": side}), out)
+    ir = str(te.lower(s, args))
+    assert f"allocate T_sum.rf[float32 * {16 * lanes}]" in ir, ir
+    assert ir.count(f"T_sum.rf[ramp(") >= 2 * 16 + 1, ir   # 16 rows per step, unrolled
+    matmul = ConfigSpace()
+    auto_schedule(matmul, GRAPHS["matmul"])
+    assert "T_matmul.rows" not in matmul.knobs and \
+        list(matmul.knobs["T_matmul.rfactor"].options) == [False]
+
+
+@pytest.mark.parametrize("shape", [(37, 1003), (3, 5, 301), (1, 64), (17, 33)])
+def test_row_sum_output_every_rows_and_width_option_matches_numpy(shape):
+    """Every `.rows` x `.kc` option, and the other parallel and prefetch choices, on rows
+    that no block divides and lengths that no vector width divides; a 3-d input sums its
+    last axis with the outer axes fused into the parallel loop."""
+    out = _row_sum(shape)
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    args = default_args(out)
+    x, = _inputs(args, np.random.default_rng(7))
+    want = x.sum(axis=-1)
+    base = space.default().values
+    variants = [{"T_sum.rows": r, "T_sum.kc": kc} for r in space.knobs["T_sum.rows"].options
+                for kc in space.knobs["T_sum.kc"].options]
+    variants += [{"T_sum.rows": r, "T_sum.parallel": p, "T_sum.prefetch": "off"}
+                 for r in space.knobs["T_sum.rows"].options[-1:] for p in ("outer", "none")]
+    for v in variants:
+        s, a = auto_schedule(space.from_json_dict({"knobs": dict(base, **v)}), out)
+        got, = _run(s, a, [x])
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(v))
+        if x.size < 2000:   # every index, prefetched ones included, checked
+            got2 = np.full(want.shape, np.nan, np.float32)
+            run_func(te.lower(s, a), [x, got2])
+            np.testing.assert_allclose(got2, want, rtol=1e-4, atol=1e-4, err_msg=str(v))
