@@ -230,8 +230,38 @@ def test_softmax_rows_are_software_pipelined_by_default():
     # their own, beside the steady loop
     assert features[0]["n_stores"] > features[1]["n_stores"]
     short = ConfigSpace()
-    auto_schedule(short, LONG_ROWS["layer_norm_long"])  # no producer shares a sum's loop
-    assert list(short.knobs["T_layer_norm.pipeline"].options) == ["off"]
+    auto_schedule(short, GRAPHS["elementwise"])   # no row reduction to interleave with
+    assert list(short.knobs["Z.pipeline"].options) == ["off"]
+
+
+def test_layernorm_rows_are_pipelined_with_the_mean_pass_by_default():
+    """An output that reads a reduction streaming its input rows (layernorm's mean) is
+    pipelined too: row i - 1 is normalized inside the loop of row i's mean partial sums,
+    from the other copy of the statistics; with the mean at root, inside the variance
+    pass. `off`, or both statistics at root, leave the rows unpipelined; each gives
+    numpy's answer on 37 rows of 301."""
+    X = te.placeholder((37, 301), name="X")
+    G, Bt = te.placeholder((301,), name="G"), te.placeholder((301,), name="Bt")
+    out = ops.layer_norm(X, G, Bt)
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    assert list(space.knobs["T_layer_norm.pipeline"].options) == ["rows", "off"]
+    args = default_args(out)
+    inputs = _inputs(args, np.random.default_rng(6))
+    want = _run(te.create_schedule(out.op), args, inputs)
+    for change, piped in (({}, True), ({"T_layer_norm.pipeline": "off"}, False),
+                          ({"T_layer_norm_mean.at": "root"}, True),
+                          ({"T_layer_norm_mean.at": "root", "T_layer_norm_var.at": "root"},
+                           False)):
+        values = dict(space.default().values, **change)
+        s, a = auto_schedule(space.from_json_dict({"knobs": values}), out)
+        assert any(isinstance(step, S.Pipeline) for step in s.steps) == piped, change
+        ir = str(te.lower(s, a))
+        # the output reads the previous row's variance from its other copy
+        assert ("rsqrt(T_layer_norm_var[floormod(i0.inner + 1, 2)] + 1e-05f)" in ir) == \
+            piped, ir
+        for g, w in zip(_run(s, a, inputs), want):
+            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4, err_msg=str(change))
 
 
 @pytest.mark.parametrize("name", sorted(LONG_ROWS))
