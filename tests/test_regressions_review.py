@@ -167,3 +167,36 @@ def test_prefetch_through_an_index_read_from_memory_is_refused():
     a, b = RNG.random(N).astype("float32"), np.zeros(M, "float32")
     run_func(te.lower(s, [A, I, B]), [a, iv, b])
     np.testing.assert_array_equal(b, a[iv])
+
+
+@pytest.mark.parametrize("factor, lanes_inside, prefetch", [
+    (64, True, True), (16, True, True), (64, True, False), (5, False, False)])
+def test_rfactor_tail_checks_its_bound_before_a_where_that_reads_a_tensor(factor, lanes_inside,
+                                                                          prefetch):
+    """sum(X[i, k], where=M[i, k] > 0) with k split by a factor that does not divide 97 and
+    rfactored: the tail's `k < 97` must guard the read of M (it once came second in an
+    `&&` that evaluates both sides, and read M past its end where a prefetch in the k loop
+    kept loop partitioning from peeling the tail)."""
+    rows, cols = 19, 97
+    X = te.placeholder((rows, cols), name="X")
+    M = te.placeholder((rows, cols), name="M")
+    k = te.reduce_axis((0, cols), name="k")
+    S = te.compute((rows,), lambda i: te.sum(X[i, k], axis=k, where=M[i, k] > 0), name="S")
+    s = te.create_schedule(S.op)
+    _, ki = s[S].split(k, factor=factor)
+    RF = s.rfactor(S, ki, factor_axis=1)
+    s[RF].compute_at(s[S], S.op.axis[0])
+    if lanes_inside:   # the partial sums' lanes below the k loop, as te.autotune has them
+        s[RF].reorder(*RF.op.reduce_axis, RF.op.axis[1])
+        s[RF].vectorize(RF.op.axis[1])
+    if prefetch:
+        s[RF].prefetch(X, RF.op.reduce_axis[0], 2)
+    x, m = RNG.uniform(-1, 1, (rows, cols)).astype("float32"), \
+        RNG.uniform(-1, 1, (rows, cols)).astype("float32")
+    want = np.where(m > 0, x, 0).sum(axis=1)
+    got = np.full(rows, np.nan, "float32")
+    run_func(te.lower(s, [X, M, S]), [x, m, got])   # raises on a read past M's end
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    got = np.full(rows, np.nan, "float32")
+    te.build(s, [X, M, S])(x, m, got)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -187,7 +187,12 @@ class LoopBuilder:
             for t, r in reversed(list(zip(temps, results))):
                 stmt = ir.LetStmt(t, r, stmt)
         if not (isinstance(red.condition, Const) and red.condition.value):
-            stmt = ir.IfThenElse(red.condition, stmt)
+            # one If per conjunct, the first outermost: `a && b` would evaluate both sides
+            # (codegen and the interpreter compute each operand), and b may read a tensor
+            # at an index that only a holds in bounds (rfactor's tail check, then a `where`
+            # that reads M[i, k])
+            for cond in reversed(_conjuncts(red.condition)):
+                stmt = ir.IfThenElse(cond, stmt)
         return stmt
 
     def _loops(self, st: Stage, leaves: list, body: ir.Stmt, attach: bool = True) -> ir.Stmt:
@@ -238,6 +243,13 @@ def _check_pipeline(st: Stage, iv, interleave: tuple) -> None:
 
 def _zero(e) -> bool:
     return isinstance(e, Const) and e.value == 0
+
+
+def _conjuncts(cond: E.Expr) -> list:
+    """[a, b, c] for a && b && c, left to right."""
+    if isinstance(cond, E.Binary) and cond.op == "and":
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
 
 
 def _conj(conds: list) -> E.Expr:

@@ -168,7 +168,9 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0):
         value = E.binary("add", r.dom.min, vals[r])
         vmap[r.var] = value
         if _may_exceed(st, r):
-            cond = E.logical("and", cond, E.binary("lt", vals[r], r.dom.extent))
+            # the bound first: the update nests the conjuncts in order (build_loops), so a
+            # `where` that reads a tensor is evaluated only inside the axis's extent
+            cond = E.logical("and", E.binary("lt", vals[r], r.dom.extent), cond)
     cond = E.substitute(cond, vmap)
     new_axis = tuple(IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), DATA_PAR)
                      for iv in op.axis)
