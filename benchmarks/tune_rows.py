@@ -63,11 +63,14 @@ def main() -> None:
         out_shape = [int(d.value) for d in hargs[-1].shape]
         y1, y2 = (_aligned(np.empty(out_shape, np.float32)) for _ in range(2))
         mod(*ins, y1)
+        # a row sum adds 4096 values of about 1 in another order: absolute differences of
+        # 1e-3 are rounding there; softmax's outputs are about 2.4e-4, so 1e-5 there
+        atol = 1e-3 if name == "sum" else 1e-5
         candidates = []
         for label, (hs, ha) in forms:
             hand = te.build(hs, ha)
             hand(*ins, y2)
-            np.testing.assert_allclose(y1, y2, rtol=1e-4, atol=1e-3)
+            np.testing.assert_allclose(y1, y2, rtol=1e-4, atol=atol)
             candidates.append((label, hand, [*ins, y2]))
         label, hand = candidates[0][:2]
         if len(candidates) > 1:

@@ -40,8 +40,8 @@ from ..compute import expr as E
 from ..compute.tensor import ComputeOp, PlaceholderOp
 from ..schedule.schedule import create_schedule, topo_order
 from .micro_kernel import (_define_micro_kernel, _pack_rewrite, _preferred,
-                           _schedule_reduction, static_extent, tensor_loads,
-                           vector_lanes)
+                           _schedule_reduction, lanes_innermost, static_extent,
+                           tensor_loads, vector_lanes)
 from .workload import output_ops
 
 # An output this large streams past the caches by default (`out_store`): far more than the
@@ -137,11 +137,13 @@ def auto_schedule(cfg, outputs, args=None):
     pipelined: dict = {}
     shares_a_sum = any(_row_sum_of(op, cons) is not None for op in ops
                        if op not in out_ops and not op.is_reduction)
+    partials: dict = {}  # reduction op -> its rfactor stage's op, when placed at a reader
     for op in out_ops:  # 2. the outputs
         if not isinstance(op, ComputeOp):
             continue
         if op.is_reduction:
-            main_loop[op] = _schedule_reduction(cfg, s, op, prefix[op], packs.get(op))
+            main_loop[op] = _schedule_reduction(cfg, s, op, prefix[op], packs.get(op),
+                                                partials)
         else:
             can_pipeline = shares_a_sum or _streamed_reductions_read(op)
             main_loop[op] = _schedule_injective(cfg, s, op, prefix[op], output=True,
@@ -149,7 +151,6 @@ def auto_schedule(cfg, outputs, args=None):
     # 3. the other stages, consumers before producers: at their reader's row loop when
     # every stage that reads them runs in that loop too, else at root
     attached: dict = {}
-    partials: dict = {}  # reduction op -> its rfactor stage's op, when placed at a reader
     shared: dict = {}  # reader -> rfactor stage whose loop a stage shares (compute_with)
     # inputs that an injective stage already prefetches row by row (softmax's exp reads X
     # again after the max pass): a reduction over them does not prefetch by default
@@ -171,7 +172,10 @@ def auto_schedule(cfg, outputs, args=None):
             s[op].compute_at(s[reader], loop)
             vec = cfg[prefix[op] + ".root.vec"].val
             row_sum = _row_sum_of(op, cons)
-            rf = partials.get(row_sum) if attached.get(row_sum) is reader else None
+            # the sum's partial results at the same row loop: attached there, or the reader
+            # itself (a row-sum output whose partial results are computed at its row loop)
+            at_row = attached.get(row_sum) is reader or row_sum is reader
+            rf = partials.get(row_sum) if at_row else None
             fuse = rf is not None and cfg[prefix[op] + ".sum_with"].val == "fused"
             if fuse:  # as many lanes as the sum's partial results, to share its loop
                 vec = static_extent(s[rf].op.axis[-1])
@@ -417,7 +421,7 @@ def _place_reduction(cfg, s, op, pfx: str, reader, main_loop: dict,
     rf = None
     if cfg[pfx + ".lanes"].val > 1:
         _, ki = st.split(op.reduce_axis[0], factor=cfg[pfx + ".lanes"].val)
-        rf = _lanes_innermost(s, s.rfactor(op.output(0), ki, factor_axis=len(op.axis)))
+        rf = lanes_innermost(s, s.rfactor(op.output(0), ki, factor_axis=len(op.axis)))
     folded = _fold_partials(s, op, lanes) if rf is not None else None
     partial_stages = [t for t in (rf, folded) if t is not None]
     if at_reader:
@@ -451,14 +455,4 @@ def _fold_partials(s, op, lanes: int):
     if static_extent(partial) <= lanes or static_extent(partial) % lanes:
         return None
     _, lane = s[op].split(partial, factor=lanes)
-    return _lanes_innermost(s, s.rfactor(op.output(0), lane, factor_axis=len(op.axis)))
-
-
-def _lanes_innermost(s, rf):
-    """The lane axis (last) of rfactor stage `rf` below its reduction loop, vectorized:
-    each step of the reduction is one vector operation on the partial results."""
-    st = s[rf]
-    lane = st.op.axis[-1]
-    st.reorder(*(list(st.op.axis[:-1]) + list(st.op.reduce_axis) + [lane]))
-    st.vectorize(lane)
-    return rf
+    return lanes_innermost(s, s.rfactor(op.output(0), lane, factor_axis=len(op.axis)))

@@ -61,6 +61,9 @@ def _preferred(options: list, first) -> list:
 def _define_micro_kernel(cfg, op, pfx: str) -> None:
     """The register-tile knobs of a reduction output (defined before any rewrite, because
     the packed layout depends on nr). Option 0 of each knob is the expected best."""
+    if row_reduction_inputs(op):
+        _define_row_reduction(cfg, op, pfx)
+        return
     spatial, reduce = list(op.axis), list(op.reduce_axis)
     ext = [static_extent(iv) for iv in spatial]
     rext = [static_extent(iv) for iv in reduce]
@@ -126,22 +129,41 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
                     else ["rows_cols"])
     cfg.define_knob(pfx + ".parallel", ["fused", "outer", "none"])
     cfg.define_knob(pfx + ".pack", [True, False] if _pack_candidate(op) else [False])
-    # Vector partial results along the reduction axis (rfactor) instead of a register tile
-    # across outputs: the default for a row reduction (its input rows are contiguous, so a
-    # tile across rows would gather or pack them: a 4096^2 row sum took 57 ms that way and
-    # 4.5-5.9 ms as partial sums), a choice for an output too small to fill a tile.
-    rows_in = row_reduction_inputs(op)
-    few = math.prod(ext) < 64 and bool(rext) and rext[0] >= 64
-    cfg.define_knob(pfx + ".rfactor", [True, False] if rows_in else
-                    [False, True] if few else [False])
-    # rows of a row reduction read side by side, one vector of each per step: a core whose
-    # L2 prefetcher follows one stream per 4 KiB page keeps that many more lines in flight
-    # (Ice Lake server: 16 rows, 5.7 -> 4.5 ms; Zen 4: 2 or 4 rows were slower than one)
-    # (row reductions only: other reductions keep the knobs, and so the cost model's
-    # features, they had)
-    if rows_in and ext:
-        cfg.define_knob(pfx + ".rows", [r for r in (1, 16, 8, 4) if r <= ext[-1]])
-        cfg.define_knob(pfx + ".prefetch", ["ahead", "off"])
+    # an output too small to fill a register tile may be summed as vector partial results
+    few = math.prod(ext) < 64 and rext[0] >= 64
+    cfg.define_knob(pfx + ".rfactor", [False, True] if few else [False])
+
+
+def _define_row_reduction(cfg, op, pfx: str) -> None:
+    """The knobs of a row reduction output (row_reduction_inputs): vector partial results
+    along its rows (rfactor), kc vectors of them, `.rows` rows read side by side, parallel
+    mode, and a prefetch ahead in its input rows. A register tile across rows would gather
+    or pack the rows (a 4096^2 row sum: 57 ms packed, 4.5-5.9 ms as partial sums), so
+    none of the tile's knobs is defined (.pack and .rfactor with their one option)."""
+    lanes = vector_lanes(op.output_dtype(0))
+    k0 = static_extent(op.reduce_axis[0])
+    cfg.define_knob(pfx + ".kc", [k for k in (4, 1, 2, 8) if k * lanes <= k0] or [1])
+    cfg.define_knob(pfx + ".parallel", ["fused", "outer", "none"])
+    cfg.define_knob(pfx + ".pack", [False])
+    cfg.define_knob(pfx + ".rfactor", [True])
+    # rows read side by side, one vector of each per step: a core whose L2 prefetcher
+    # follows one stream per 4 KiB page keeps that many more lines in flight (Ice Lake
+    # server, 4096^2: 16 rows, 5.7 -> 4.5 ms; on Zen 4, 2 or 4 rows were slower than one)
+    k = _row_axis(op)
+    rows = static_extent(op.axis[k]) if k is not None else 1
+    cfg.define_knob(pfx + ".rows", [r for r in (1, 16, 8, 4) if r <= rows])
+    placeholders = [t for t in row_reduction_inputs(op) if isinstance(t.op, PlaceholderOp)]
+    cfg.define_knob(pfx + ".prefetch", ["ahead", "off"] if placeholders and op.axis
+                    else ["off"])
+
+
+def _row_axis(op):
+    """The index of the innermost spatial axis with more than one row (a keepdims axis of
+    extent 1 is not one), else of the last axis; None for a 0-d output."""
+    if not op.axis:
+        return None
+    many = [k for k, iv in enumerate(op.axis) if static_extent(iv) > 1]
+    return many[-1] if many else len(op.axis) - 1
 
 
 def tensor_loads(op) -> list:
@@ -248,7 +270,7 @@ def _pack_rewrite(op, nr: int):
     return new, packed
 
 
-def _schedule_reduction(cfg, s, op, pfx: str, packed=None):
+def _schedule_reduction(cfg, s, op, pfx: str, packed=None, partials=None):
     """A reduction output as a register-blocked micro-kernel (matmul, conv, pool, sums).
 
     Spatial axes ..., f, i, j get register tiles fr x mr x nr (nr a multiple of the vector
@@ -257,6 +279,8 @@ def _schedule_reduction(cfg, s, op, pfx: str, packed=None):
     axis vectorized; row blocks of mc tiles, parallel over the fused outer loops.
     Without the cache, the same tiling is applied to the op itself.
     """
+    if row_reduction_inputs(op):
+        return _schedule_row_reduction(cfg, s, op, pfx, partials)
     spatial = list(op.axis)
     ext = [static_extent(iv) for iv in spatial]
     cfg.define_knob(pfx + ".cache", [True, False] if op.num_outputs == 1 else [False])
@@ -365,45 +389,67 @@ def _const_extent(iv) -> int:
     return int(ext.value) if hasattr(ext, "value") else 0
 
 
-def _schedule_rfactor(cfg, s, op, pfx: str):
-    """Vector partial results along the reduction axis (kc vectors of them, the lane axis
-    innermost and vectorized). A row reduction computes them at its row loop, `.rows` rows
-    side by side, prefetching ahead in its input rows; an output with little spatial
-    parallelism computes them at root."""
-    st = s[op]
-    kc = cfg[pfx + ".kc"].val
-    _, ki = st.split(op.reduce_axis[0], factor=vector_lanes(op.output_dtype(0)) * kc)
+def _rfactor_lanes(s, op, kc: int):
+    """op's one reduction as vector partial results: kc vectors of them, the lane axis
+    innermost below the reduction loop and vectorized. Returns the partial stage."""
+    _, ki = s[op].split(op.reduce_axis[0], factor=vector_lanes(op.output_dtype(0)) * kc)
     rf = s.rfactor(op.output(0), ki, factor_axis=len(op.axis))
-    rst = s[rf]
-    lanes = rst.op.axis[-1]
-    steps = list(rst.op.reduce_axis)
-    width = vector_lanes(op.output_dtype(0)) * kc
-    inputs = row_reduction_inputs(op)
-    if not inputs or not op.axis:   # (the knobs .rows and .prefetch exist otherwise)
-        rst.reorder(*(list(rst.op.axis[:-1]) + steps + [lanes]))
-        rst.vectorize(lanes)
-        if op.axis and cfg[pfx + ".parallel"].val != "none":
-            st.parallel(op.axis[0])
+    return lanes_innermost(s, rf)
+
+
+def lanes_innermost(s, rf):
+    """The lane axis (last) of rfactor stage `rf` below its reduction loop, vectorized:
+    each step of the reduction is one vector operation on the partial results."""
+    st = s[rf]
+    lane = st.op.axis[-1]
+    st.reorder(*(list(st.op.axis[:-1]) + list(st.op.reduce_axis) + [lane]))
+    st.vectorize(lane)
+    return rf
+
+
+def _schedule_rfactor(cfg, s, op, pfx: str):
+    """Little spatial parallelism: the partial results at root."""
+    _rfactor_lanes(s, op, cfg[pfx + ".kc"].val)
+    if op.axis and cfg[pfx + ".parallel"].val != "none":
+        s[op].parallel(op.axis[0])
+    return None
+
+
+def _schedule_row_reduction(cfg, s, op, pfx: str, partials=None):
+    """A row reduction: its partial results computed at its row loop, `.rows` rows read
+    side by side (one vector of each per step, rows unrolled), prefetching ahead in the
+    input rows. Returns the loop they are computed at (a stage that feeds the sum can be
+    computed there too), or None for a 0-d output; with one row at a time the partial
+    stage goes into `partials`, so such a stage can share its loop (compute_with)."""
+    kc = cfg[pfx + ".kc"].val
+    rf = _rfactor_lanes(s, op, kc)
+    k = _row_axis(op)
+    if k is None:
         return None
+    st, rst = s[op], s[rf]
     rows = cfg[pfx + ".rows"].val
     spatial = list(op.axis)
     if rows > 1:
-        block, _ = st.split(spatial[-1], factor=rows)
-        outer = spatial[:-1] + [block]
+        block, _ = st.split(spatial[k], factor=rows)
+        outer = spatial[:k] + [block]
     else:
-        outer = spatial
+        outer = spatial[:k + 1]
     fused = _parallel(cfg, st, outer, pfx)
-    rst.compute_at(st, fused if fused is not None else outer[-1])
-    row = rst.op.axis[-2]
-    rst.reorder(*(list(rst.op.axis[:-2]) + steps + [row, lanes]))
-    if rows > 1:
+    attach = fused if fused is not None else outer[-1]
+    rst.compute_at(st, attach)
+    steps, lane = list(rst.op.reduce_axis), rst.op.axis[-1]
+    if rows > 1:   # the block's rows inside each step
+        row = rst.op.axis[k]
+        rst.reorder(*[a for a in rst.op.axis[:-1] if a is not row], *steps, row, lane)
         rst.unroll(row)
-    rst.vectorize(lanes)
+    elif partials is not None:
+        partials[op] = rf.op
     if cfg[pfx + ".prefetch"].val == "ahead":
         # one row at a time: the same lines of the next row; side by side: 16 lines ahead
         # in each row (the hand kernels of benchmarks/kernels.py row_sum)
+        width = vector_lanes(op.output_dtype(0)) * kc
         ahead = -(-static_extent(op.reduce_axis[0]) // width) if rows == 1 else max(1, 16 // kc)
-        for t in inputs:
+        for t in row_reduction_inputs(op):
             if isinstance(t.op, PlaceholderOp):
                 rst.prefetch(t, steps[0], ahead)
-    return None
+    return attach

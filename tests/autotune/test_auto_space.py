@@ -374,10 +374,20 @@ def _matmul_bt():
 
 
 def test_scalar_reduction_gets_rfactor_knob():
+    """A 1-element output of a long reduction: vector partial results are a choice (the
+    tile of a matmul-like op with too few outputs); along contiguous rows, the only
+    form (a row reduction, with no register-tile knobs)."""
+    k = te.reduce_axis((0, 200), name="k")
+    A, B = te.placeholder((2, 200), name="A"), te.placeholder((200, 3), name="B")
+    small = te.compute((2, 3), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="P")
+    space = ConfigSpace()
+    auto_schedule(space, small)
+    assert list(space.knobs["P.rfactor"].options) == [False, True]
     space = ConfigSpace()
     auto_schedule(space, GRAPHS["sum_scalar"])
     rf = [k for k in space.knobs if k.endswith(".rfactor")]
-    assert rf and len(space.knobs[rf[0]].options) == 2
+    assert rf and list(space.knobs[rf[0]].options) == [True]
+    assert not any(k.endswith((".nr", ".mr", ".cache")) for k in space.knobs)
 
 
 def test_symbolic_shapes_are_rejected_with_a_plain_message():
@@ -458,9 +468,9 @@ def test_row_reduction_partials_in_other_dtypes_match_numpy(dtype):
                                        err_msg=f"{dtype} lanes {width} at {at}")
 
 
-def _row_sum(shape, dtype="float32"):
+def _row_sum(shape, dtype="float32", keepdims=False):
     X = te.placeholder(shape, name="X", dtype=dtype)
-    return ops.sum(X, axis=len(shape) - 1)
+    return ops.sum(X, axis=len(shape) - 1, keepdims=keepdims)
 
 
 def test_row_sum_output_defaults_to_partial_sums_along_its_rows():
@@ -492,17 +502,22 @@ def test_row_sum_output_defaults_to_partial_sums_along_its_rows():
         list(matmul.knobs["T_matmul.rfactor"].options) == [False]
 
 
-@pytest.mark.parametrize("shape", [(37, 1003), (3, 5, 301), (1, 64), (17, 33)])
-def test_row_sum_output_every_rows_and_width_option_matches_numpy(shape):
+@pytest.mark.parametrize("shape, keepdims", [((37, 1003), False), ((3, 5, 301), False),
+                                             ((1, 64), False), ((17, 33), False),
+                                             ((37, 101), True)])
+def test_row_sum_output_every_rows_and_width_option_matches_numpy(shape, keepdims):
     """Every `.rows` x `.kc` option, and the other parallel and prefetch choices, on rows
     that no block divides and lengths that no vector width divides; a 3-d input sums its
-    last axis with the outer axes fused into the parallel loop."""
-    out = _row_sum(shape)
+    last axis with the outer axes fused into the parallel loop; with keepdims, the rows
+    read side by side are the rows, not the kept axis of extent 1."""
+    out = _row_sum(shape, keepdims=keepdims)
     space = ConfigSpace()
     auto_schedule(space, out)
     args = default_args(out)
     x, = _inputs(args, np.random.default_rng(7))
-    want = x.sum(axis=-1)
+    want = x.sum(axis=-1, keepdims=keepdims)
+    if keepdims:
+        assert list(space.knobs["T_sum.rows"].options) == [1, 16, 8, 4]
     base = space.default().values
     variants = [{"T_sum.rows": r, "T_sum.kc": kc} for r in space.knobs["T_sum.rows"].options
                 for kc in space.knobs["T_sum.kc"].options]
@@ -516,3 +531,33 @@ def test_row_sum_output_every_rows_and_width_option_matches_numpy(shape):
             got2 = np.full(want.shape, np.nan, np.float32)
             run_func(te.lower(s, a), [x, got2])
             np.testing.assert_allclose(got2, want, rtol=1e-4, atol=1e-4, err_msg=str(v))
+
+
+def test_row_sum_output_of_a_computed_stage_places_and_fuses_it_at_the_row():
+    """sum(T[i, k]) with T = X * 2 + 1: T inlined, computed at the sum's row loop (sharing
+    the loop of its partial sums by default there, compute_with), or at root; every
+    placement gives numpy's answer, and the sum prefetches nothing of T (not an input)."""
+    X = te.placeholder((23, 301), name="X")
+    T = te.compute((23, 301), lambda i, j: X[i, j] * 2.0 + 1.0, name="T")
+    k = te.reduce_axis((0, 301), name="k")
+    out = te.compute((23,), lambda i: te.sum(T[i, k], axis=k), name="S")
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    assert list(space.knobs["T.sum_with"].options) == ["fused", "own"]
+    assert list(space.knobs["S.prefetch"].options) == ["off"]
+    args = default_args(out)
+    x, = _inputs(args, np.random.default_rng(8))
+    want = (x * 2 + 1).sum(axis=1)
+    irs = {}
+    for place in ("inline", "reader", "root"):
+        for sum_with in ("fused", "own"):
+            for rows in (1, 8):
+                change = {"T.place": place, "T.sum_with": sum_with, "S.rows": rows}
+                values = dict(space.default().values, **change)
+                s, a = auto_schedule(space.from_json_dict({"knobs": values}), out)
+                irs[place, sum_with, rows] = str(te.lower(s, a))
+                fused = any(isinstance(step, S.ComputeWith) for step in s.steps)
+                assert fused == (place == "reader" and sum_with == "fused" and rows == 1)
+                got, = _run(s, a, [x])
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3, err_msg=str(change))
+    assert irs["reader", "own", 1] != irs["root", "own", 1]

@@ -20,9 +20,12 @@ import refs  # noqa: E402
 CASES = ["copy", "relu_affine", "softmax", "layernorm", "sum"]
 
 
+def _schedule(case: str, rows: int, cols: int, **form):
+    return getattr(kernels, {"sum": "row_sum"}.get(case, case))(rows, cols, **form)
+
+
 def _run(case: str, rows: int, cols: int, **form):
-    fn = getattr(kernels, {"sum": "row_sum"}.get(case, case))
-    s, args = fn(rows, cols, **form)
+    s, args = _schedule(case, rows, cols, **form)
     mod = te.build(s, args)
     params = {"rows": rows, "cols": cols}
     xs = refs.make_inputs(case, params)
@@ -42,22 +45,22 @@ def test_row_kernel_matches_numpy(case, rows, cols):
 # every hand-written form the suite may pick (kernels.VARIANTS), the default one included
 FORMS = [(case, label, form) for case, forms in kernels.VARIANTS.items()
          for label, form in forms]
+FORM_IDS = [f"{case}-{label}" for case, label, _ in FORMS]
 
 
-@pytest.mark.parametrize("case, label, form", FORMS, ids=[f"{c}-{lbl}" for c, lbl, _ in FORMS])
+@pytest.mark.parametrize("case, label, form", FORMS, ids=FORM_IDS)
 @pytest.mark.parametrize("rows, cols", [(37, 1003), (6, 4096), (1, 17), (5, 16), (33, 64)])
 def test_each_form_matches_numpy(case, label, form, rows, cols):
     _, out, want = _run(case, rows, cols, **form)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("case, label, form", FORMS, ids=[f"{c}-{lbl}" for c, lbl, _ in FORMS])
+@pytest.mark.parametrize("case, label, form", FORMS, ids=FORM_IDS)
 def test_each_form_matches_numpy_in_the_interpreter(case, label, form):
     """The interpreter checks every index, prefetched ones included, against the buffers:
     blocks of rows that do not divide 19, prefetches that run past the last row."""
-    fn = getattr(kernels, {"sum": "row_sum"}.get(case, case))
     rows, cols = 19, 97
-    s, args = fn(rows, cols, **form)
+    s, args = _schedule(case, rows, cols, **form)
     params = {"rows": rows, "cols": cols}
     xs = refs.make_inputs(case, params)
     out = np.full((rows,) if case == "sum" else (rows, cols), np.nan, np.float32)
