@@ -201,33 +201,44 @@ def test_softmax_exp_shares_the_loop_of_its_sums_partial_results():
                    for k, v in short.knobs.items())
 
 
+def _pipelining_variants(out, knob: str, changes: tuple, seed: int) -> list:
+    """Each change of `out`'s default config, with whether its rows should be pipelined:
+    checks that `knob` offers "rows" first, that exactly those configs carry a Pipeline
+    step, and that each gives the unscheduled result. Returns [(schedule, args, IR)]."""
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    assert list(space.knobs[knob].options) == ["rows", "off"]
+    args = default_args(out)
+    inputs = _inputs(args, np.random.default_rng(seed))
+    want = _run(te.create_schedule(out.op), args, inputs)
+    built = []
+    for change, piped in changes:
+        values = dict(space.default().values, **change)
+        s, a = auto_schedule(space.from_json_dict({"knobs": values}), out)
+        assert any(isinstance(step, S.Pipeline) for step in s.steps) == piped, change
+        for g, w in zip(_run(s, a, inputs), want):
+            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4, err_msg=str(change))
+        built.append((s, a, str(te.lower(s, a))))
+    return built
+
+
 def test_softmax_rows_are_software_pipelined_by_default():
     """The output's rows run in parallel blocks of 4 (37 rows: at least 8 blocks), each
     block's row loop pipelined: row i - 1 is normalized inside the loop where row i's exps
     are summed. `off`, an exp with a loop of its own, or the sum at root (nothing to
     interleave with) leave the rows unpipelined. Each gives the unscheduled result on 37
     rows of 301."""
-    out = ops.softmax(te.placeholder((37, 301), name="X"))
-    space = ConfigSpace()
-    auto_schedule(space, out)
-    assert list(space.knobs["T_softmax_norm.pipeline"].options) == ["rows", "off"]
-    args = default_args(out)
-    inputs = _inputs(args, np.random.default_rng(4))
-    want = _run(te.create_schedule(out.op), args, inputs)
-    features = []
-    for change, piped in (({}, True), ({"T_softmax_norm.pipeline": "off"}, False),
-                          ({"T_softmax_exp.sum_with": "own"}, False),
-                          ({"T_softmax_expsum.at": "root"}, False)):
-        values = dict(space.default().values, **change)
-        s, a = auto_schedule(space.from_json_dict({"knobs": values}), out)
-        assert any(isinstance(step, S.Pipeline) for step in s.steps) == piped, change
-        features.append(dict(zip(F.NAMES, F.extract(F.lower_for_features(s, a)))))
-        ir = str(te.lower(s, a))
+    changes = (({}, True), ({"T_softmax_norm.pipeline": "off"}, False),
+               ({"T_softmax_exp.sum_with": "own"}, False),
+               ({"T_softmax_expsum.at": "root"}, False))
+    built = _pipelining_variants(ops.softmax(te.placeholder((37, 301), name="X")),
+                                 "T_softmax_norm.pipeline", changes, seed=4)
+    for (_, piped), (_, _, ir) in zip(changes, built):
         assert ("floormod(" in ir) == piped, ir  # the alternating copies of the row
-        for g, w in zip(_run(s, a, inputs), want):
-            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4, err_msg=str(change))
     # the cost model sees the pipelined program: its first and last rows are code of
     # their own, beside the steady loop
+    features = [dict(zip(F.NAMES, F.extract(F.lower_for_features(s, a))))
+                for s, a, _ in built[:2]]
     assert features[0]["n_stores"] > features[1]["n_stores"]
     short = ConfigSpace()
     auto_schedule(short, GRAPHS["elementwise"])   # no row reduction to interleave with
@@ -242,26 +253,15 @@ def test_layernorm_rows_are_pipelined_with_the_mean_pass_by_default():
     numpy's answer on 37 rows of 301."""
     X = te.placeholder((37, 301), name="X")
     G, Bt = te.placeholder((301,), name="G"), te.placeholder((301,), name="Bt")
-    out = ops.layer_norm(X, G, Bt)
-    space = ConfigSpace()
-    auto_schedule(space, out)
-    assert list(space.knobs["T_layer_norm.pipeline"].options) == ["rows", "off"]
-    args = default_args(out)
-    inputs = _inputs(args, np.random.default_rng(6))
-    want = _run(te.create_schedule(out.op), args, inputs)
-    for change, piped in (({}, True), ({"T_layer_norm.pipeline": "off"}, False),
-                          ({"T_layer_norm_mean.at": "root"}, True),
-                          ({"T_layer_norm_mean.at": "root", "T_layer_norm_var.at": "root"},
-                           False)):
-        values = dict(space.default().values, **change)
-        s, a = auto_schedule(space.from_json_dict({"knobs": values}), out)
-        assert any(isinstance(step, S.Pipeline) for step in s.steps) == piped, change
-        ir = str(te.lower(s, a))
+    changes = (({}, True), ({"T_layer_norm.pipeline": "off"}, False),
+               ({"T_layer_norm_mean.at": "root"}, True),
+               ({"T_layer_norm_mean.at": "root", "T_layer_norm_var.at": "root"}, False))
+    built = _pipelining_variants(ops.layer_norm(X, G, Bt), "T_layer_norm.pipeline", changes,
+                                 seed=6)
+    for (change, piped), (_, _, ir) in zip(changes, built):
         # the output reads the previous row's variance from its other copy
         assert ("rsqrt(T_layer_norm_var[floormod(i0.inner + 1, 2)] + 1e-05f)" in ir) == \
-            piped, ir
-        for g, w in zip(_run(s, a, inputs), want):
-            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4, err_msg=str(change))
+            piped, (change, ir)
 
 
 @pytest.mark.parametrize("name", sorted(LONG_ROWS))
