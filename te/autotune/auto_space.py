@@ -31,7 +31,8 @@ the xgb tuner's cold start around it) is already a good kernel. Policy, per stag
     vectors of lanes, vectorized; four are then folded into one vector by vector adds
     before the scalar step), optionally prefetching the next row of a streamed input.
 The register-tile micro-kernel of reduction outputs and the packing rewrite live in
-micro_kernel.py. Imports te.compute, te.schedule, micro_kernel, workload.
+micro_kernel.py, the row reductions' partial results in row_reduction.py. Imports
+te.compute, te.schedule, micro_kernel, row_reduction, workload.
 """
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ from ..schedule.schedule import create_schedule, topo_order
 from .micro_kernel import (_define_micro_kernel, _pack_rewrite, _preferred,
                            _schedule_reduction, lanes_innermost, static_extent,
                            tensor_loads, vector_lanes)
+from .row_reduction import (define_row_reduction, row_reduction_inputs,
+                            schedule_row_reduction)
 from .workload import output_ops
 
 # An output this large streams past the caches by default (`out_store`): far more than the
@@ -90,8 +93,11 @@ def auto_schedule(cfg, outputs, args=None):
     swap, packs = {}, {}
     for op in out_ops:
         if isinstance(op, ComputeOp) and op.is_reduction:
+            if row_reduction_inputs(op):
+                define_row_reduction(cfg, op, prefix[op])
+                continue
             _define_micro_kernel(cfg, op, prefix[op])
-            if cfg[prefix[op] + ".pack"].val and not cfg[prefix[op] + ".rfactor"].val:
+            if cfg[prefix[op] + ".pack"].val:
                 new, packed = _pack_rewrite(op, cfg[prefix[op] + ".nr"].val)
                 swap[op], packs[new] = new, packed
                 prefix[new] = prefix[op]
@@ -141,9 +147,10 @@ def auto_schedule(cfg, outputs, args=None):
     for op in out_ops:  # 2. the outputs
         if not isinstance(op, ComputeOp):
             continue
-        if op.is_reduction:
-            main_loop[op] = _schedule_reduction(cfg, s, op, prefix[op], packs.get(op),
-                                                partials)
+        if op.is_reduction and row_reduction_inputs(op):
+            main_loop[op] = schedule_row_reduction(cfg, s, op, prefix[op], partials)
+        elif op.is_reduction:
+            main_loop[op] = _schedule_reduction(cfg, s, op, prefix[op], packs.get(op))
         else:
             can_pipeline = shares_a_sum or _streamed_reductions_read(op)
             main_loop[op] = _schedule_injective(cfg, s, op, prefix[op], output=True,

@@ -1,11 +1,11 @@
 """The register-blocked micro-kernel of the automatic space, for reduction outputs.
 
 Takes a reduction op and a config; defines its register-tile knobs (nr x mr x fr, row
-blocks, k split, unrolling, order, parallel, packing, cache, rfactor; rows side by side
-and prefetch for row reductions) and applies them: the tile accumulates in a cache_write
-local buffer at the row-block loop, the reduction loops run outside the tile, the tile's
-rows are unrolled and its last axis vectorized; a row reduction instead keeps vector
-partial results along its rows (rfactor) at its row loop.
+blocks, k split, unrolling, order, parallel, packing, cache, rfactor) and applies them:
+the tile accumulates in a cache_write local buffer at the row-block loop, the reduction
+loops run outside the tile, the tile's rows are unrolled and its last axis vectorized.
+(Row reductions, sum(X[i, k], axis=k), get vector partial results instead:
+row_reduction.py.)
 Also the packing rewrite (the streamed panel operand copied to [.., j // nr, k, j % nr]
 by a compute built from the operator's own index expressions) and the host's vector
 width. Used by auto_space.py. Imports te.compute, te.dtype, space; llvmlite lazily.
@@ -17,7 +17,7 @@ import math
 
 from .. import dtype as dt
 from ..compute import expr as E
-from ..compute.tensor import ComputeOp, PlaceholderOp
+from ..compute.tensor import ComputeOp
 from ..errors import ArgumentError
 
 MAX_UNROLL = 256
@@ -61,9 +61,6 @@ def _preferred(options: list, first) -> list:
 def _define_micro_kernel(cfg, op, pfx: str) -> None:
     """The register-tile knobs of a reduction output (defined before any rewrite, because
     the packed layout depends on nr). Option 0 of each knob is the expected best."""
-    if row_reduction_inputs(op):
-        _define_row_reduction(cfg, op, pfx)
-        return
     spatial, reduce = list(op.axis), list(op.reduce_axis)
     ext = [static_extent(iv) for iv in spatial]
     rext = [static_extent(iv) for iv in reduce]
@@ -134,38 +131,6 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
     cfg.define_knob(pfx + ".rfactor", [False, True] if few else [False])
 
 
-def _define_row_reduction(cfg, op, pfx: str) -> None:
-    """The knobs of a row reduction output (row_reduction_inputs): vector partial results
-    along its rows (rfactor), kc vectors of them, `.rows` rows read side by side, parallel
-    mode, and a prefetch ahead in its input rows. A register tile across rows would gather
-    or pack the rows (a 4096^2 row sum: 57 ms packed, 4.5-5.9 ms as partial sums), so
-    none of the tile's knobs is defined (.pack and .rfactor with their one option)."""
-    lanes = vector_lanes(op.output_dtype(0))
-    k0 = static_extent(op.reduce_axis[0])
-    cfg.define_knob(pfx + ".kc", [k for k in (4, 1, 2, 8) if k * lanes <= k0] or [1])
-    cfg.define_knob(pfx + ".parallel", ["fused", "outer", "none"])
-    cfg.define_knob(pfx + ".pack", [False])
-    cfg.define_knob(pfx + ".rfactor", [True])
-    # rows read side by side, one vector of each per step: a core whose L2 prefetcher
-    # follows one stream per 4 KiB page keeps that many more lines in flight (Ice Lake
-    # server, 4096^2: 16 rows, 5.7 -> 4.5 ms; on Zen 4, 2 or 4 rows were slower than one)
-    k = _row_axis(op)
-    rows = static_extent(op.axis[k]) if k is not None else 1
-    cfg.define_knob(pfx + ".rows", [r for r in (1, 16, 8, 4) if r <= rows])
-    placeholders = [t for t in row_reduction_inputs(op) if isinstance(t.op, PlaceholderOp)]
-    cfg.define_knob(pfx + ".prefetch", ["ahead", "off"] if placeholders and op.axis
-                    else ["off"])
-
-
-def _row_axis(op):
-    """The index of the innermost spatial axis with more than one row (a keepdims axis of
-    extent 1 is not one), else of the last axis; None for a 0-d output."""
-    if not op.axis:
-        return None
-    many = [k for k, iv in enumerate(op.axis) if static_extent(iv) > 1]
-    return many[-1] if many else len(op.axis) - 1
-
-
 def tensor_loads(op) -> list:
     """The TensorLoads of `op`'s body, in pre-order."""
     found: list = []
@@ -188,23 +153,6 @@ def _streamed_operand_axes(op) -> set:
         if j in used:
             out.update(used & spatial)
     return out
-
-
-def row_reduction_inputs(op) -> list:
-    """The inputs of a one-output reduction over one axis k that reads every tensor with k
-    as its last index and nowhere else (X in sum(X[i, k], axis=k)), with rows of at least
-    two vectors; else []. Each step along k then reads contiguous memory in every input."""
-    if op.num_outputs != 1 or len(op.reduce_axis) != 1:
-        return []
-    k = op.reduce_axis[0]
-    if static_extent(k) < 2 * vector_lanes(op.output_dtype(0)):
-        return []
-    loads = tensor_loads(op)
-    if not loads or any(not x.indices or x.indices[-1] is not k.var
-                        or any(k.var in E.free_vars(e) for e in x.indices[:-1])
-                        for x in loads):
-        return []
-    return list(dict.fromkeys(x.tensor for x in loads))
 
 
 def _pack_candidate(op):
@@ -270,7 +218,7 @@ def _pack_rewrite(op, nr: int):
     return new, packed
 
 
-def _schedule_reduction(cfg, s, op, pfx: str, packed=None, partials=None):
+def _schedule_reduction(cfg, s, op, pfx: str, packed=None):
     """A reduction output as a register-blocked micro-kernel (matmul, conv, pool, sums).
 
     Spatial axes ..., f, i, j get register tiles fr x mr x nr (nr a multiple of the vector
@@ -279,8 +227,6 @@ def _schedule_reduction(cfg, s, op, pfx: str, packed=None, partials=None):
     axis vectorized; row blocks of mc tiles, parallel over the fused outer loops.
     Without the cache, the same tiling is applied to the op itself.
     """
-    if row_reduction_inputs(op):
-        return _schedule_row_reduction(cfg, s, op, pfx, partials)
     spatial = list(op.axis)
     ext = [static_extent(iv) for iv in spatial]
     cfg.define_knob(pfx + ".cache", [True, False] if op.num_outputs == 1 else [False])
@@ -311,9 +257,9 @@ def _schedule_reduction(cfg, s, op, pfx: str, packed=None, partials=None):
     tile = [i for i in inner if i is not None]
     st.reorder(*(loops + tile))
     if len(loops) > 1:
-        _parallel(cfg, st, loops[:-1], pfx)
+        parallel_loops(cfg, st, loops[:-1], pfx)
     else:
-        _parallel(cfg, st, loops, pfx)
+        parallel_loops(cfg, st, loops, pfx)
     attach = loops[-1]
     if cache is None:
         _micro_kernel(cfg, st, list(op.reduce_axis), inner, tiles, pfx)
@@ -361,7 +307,7 @@ def _micro_kernel(cfg, st, reduce: list, axes: list, tiles: list, pfx: str) -> N
         st.unroll(ki)
 
 
-def _parallel(cfg, st, loops: list, pfx: str):
+def parallel_loops(cfg, st, loops: list, pfx: str):
     """Parallel over the fused outer loops ("fused"), the first one ("outer") or none."""
     mode = cfg[pfx + ".parallel"].val
     if mode == "none" or not loops:
@@ -389,7 +335,7 @@ def _const_extent(iv) -> int:
     return int(ext.value) if hasattr(ext, "value") else 0
 
 
-def _rfactor_lanes(s, op, kc: int):
+def rfactor_lanes(s, op, kc: int):
     """op's one reduction as vector partial results: kc vectors of them, the lane axis
     innermost below the reduction loop and vectorized. Returns the partial stage."""
     _, ki = s[op].split(op.reduce_axis[0], factor=vector_lanes(op.output_dtype(0)) * kc)
@@ -409,47 +355,7 @@ def lanes_innermost(s, rf):
 
 def _schedule_rfactor(cfg, s, op, pfx: str):
     """Little spatial parallelism: the partial results at root."""
-    _rfactor_lanes(s, op, cfg[pfx + ".kc"].val)
+    rfactor_lanes(s, op, cfg[pfx + ".kc"].val)
     if op.axis and cfg[pfx + ".parallel"].val != "none":
         s[op].parallel(op.axis[0])
     return None
-
-
-def _schedule_row_reduction(cfg, s, op, pfx: str, partials=None):
-    """A row reduction: its partial results computed at its row loop, `.rows` rows read
-    side by side (one vector of each per step, rows unrolled), prefetching ahead in the
-    input rows. Returns the loop they are computed at (a stage that feeds the sum can be
-    computed there too), or None for a 0-d output; with one row at a time the partial
-    stage goes into `partials`, so such a stage can share its loop (compute_with)."""
-    kc = cfg[pfx + ".kc"].val
-    rf = _rfactor_lanes(s, op, kc)
-    k = _row_axis(op)
-    if k is None:
-        return None
-    st, rst = s[op], s[rf]
-    rows = cfg[pfx + ".rows"].val
-    spatial = list(op.axis)
-    if rows > 1:
-        block, _ = st.split(spatial[k], factor=rows)
-        outer = spatial[:k] + [block]
-    else:
-        outer = spatial[:k + 1]
-    fused = _parallel(cfg, st, outer, pfx)
-    attach = fused if fused is not None else outer[-1]
-    rst.compute_at(st, attach)
-    steps, lane = list(rst.op.reduce_axis), rst.op.axis[-1]
-    if rows > 1:   # the block's rows inside each step
-        row = rst.op.axis[k]
-        rst.reorder(*[a for a in rst.op.axis[:-1] if a is not row], *steps, row, lane)
-        rst.unroll(row)
-    elif partials is not None:
-        partials[op] = rf.op
-    if cfg[pfx + ".prefetch"].val == "ahead":
-        # one row at a time: the same lines of the next row; side by side: 16 lines ahead
-        # in each row (the hand kernels of benchmarks/kernels.py row_sum)
-        width = vector_lanes(op.output_dtype(0)) * kc
-        ahead = -(-static_extent(op.reduce_axis[0]) // width) if rows == 1 else max(1, 16 // kc)
-        for t in row_reduction_inputs(op):
-            if isinstance(t.op, PlaceholderOp):
-                rst.prefetch(t, steps[0], ahead)
-    return attach
