@@ -97,7 +97,8 @@ def auto_schedule(cfg, outputs, args=None):
                 define_row_reduction(cfg, op, prefix[op])
                 continue
             _define_micro_kernel(cfg, op, prefix[op])
-            if cfg[prefix[op] + ".pack"].val:
+            # (partial results along k read the operands as they are: no packed panels)
+            if cfg[prefix[op] + ".pack"].val and not cfg[prefix[op] + ".rfactor"].val:
                 new, packed = _pack_rewrite(op, cfg[prefix[op] + ".nr"].val)
                 swap[op], packs[new] = new, packed
                 prefix[new] = prefix[op]

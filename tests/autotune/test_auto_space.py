@@ -383,6 +383,10 @@ def test_scalar_reduction_gets_rfactor_knob():
     space = ConfigSpace()
     auto_schedule(space, small)
     assert list(space.knobs["P.rfactor"].options) == [False, True]
+    # with partial results along k there are no panels to pack, whatever .pack says
+    values = dict(space.default().values, **{"P.rfactor": True, "P.pack": True})
+    s, args = auto_schedule(space.from_json_dict({"knobs": values}), small)
+    assert "B_pack" not in str(te.lower(s, args))
     space = ConfigSpace()
     auto_schedule(space, GRAPHS["sum_scalar"])
     assert not any(k.endswith((".nr", ".mr", ".cache", ".rfactor")) for k in space.knobs)
