@@ -344,8 +344,8 @@ def layernorm(rows: int, cols: int, pipelined: bool = False, block: int = 64):
 
 
 # Hand schedules whose best form depends on the CPU's prefetchers and caches, as
-# {case: [(label, keyword arguments)]}: benchmarks/run.py times each form on the machine
-# it runs on and reports the faster one (the first is the default elsewhere).
+# {case: [(label, keyword arguments)]}: benchmarks/run.py and tune_rows.py time each form
+# on the machine they run on and use the faster one (the first is the form of earlier runs).
 VARIANTS = {
     "sum": [("one row", {}), ("16 rows side by side", {"side_by_side": 16})],
     "layernorm": [("rows", {}), ("pipelined rows", {"pipelined": True})],

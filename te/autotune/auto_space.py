@@ -205,8 +205,9 @@ def auto_schedule(cfg, outputs, args=None):
     for op, (row, lo, store) in pipelined.items():  # 4. the pipelined row loops
         # interleaved with the loop a producer shares with a row sum (softmax's exp), else
         # with the first pass over the row that the output reads (layernorm's mean)
+        streaming = _streamed_reductions_read(op)
         first = next((partials[r] for r in ops if r in partials and attached.get(r) is op
-                      and r in _streamed_reductions_read(op)), None)
+                      and r in streaming), None)
         _pipeline_rows(s, op, row, lo, store, shared.get(op) or first)
     return s, args
 
