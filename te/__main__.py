@@ -104,12 +104,13 @@ def demo(size: int, show_ir: bool) -> int:
 
 
 def _print_table(rows: list) -> None:
+    from te.autotune.cli import ratio_text
     head = ("kernel", "shape", "te ms", "numpy ms", "te GFLOP/s", "numpy GFLOP/s",
             "te/numpy speed", "build ms")
     lines = [head]
     for name, shape, ours, ref, g_ours, g_ref, build_ms in rows:
         lines.append((name, shape, f"{ours * 1e3:.3f}", f"{ref * 1e3:.3f}", f"{g_ours:.1f}",
-                      f"{g_ref:.1f}", f"{ref / ours:.2f}x", f"{build_ms:.0f}"))
+                      f"{g_ref:.1f}", ratio_text(ref / ours), f"{build_ms:.0f}"))
     widths = [max(len(line[k]) for line in lines) for k in range(len(head))]
     for line in lines:
         print("  ".join(cell.rjust(w) for cell, w in zip(line, widths)))

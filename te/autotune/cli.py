@@ -30,6 +30,13 @@ def add_parser(sub) -> None:
     p.add_argument("--no-ir", action="store_true", help="do not print the lowered IR")
 
 
+def ratio_text(ratio: float) -> str:
+    """A speed ratio for a table: two decimals, or two significant digits below 0.1, so a
+    kernel 300x slower than numpy (a tiny kernel whose threads wait on a busy core) reads
+    "0.0033x" and not "0.00x"."""
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.2g}x"
+
+
 def numpy_blas() -> str:
     """The kernel family numpy's bundled OpenBLAS chose at load ("OpenBLAS SkylakeX"; the
     environment can pin an older one with OPENBLAS_CORETYPE), or "unknown"."""
@@ -94,7 +101,7 @@ def run(args) -> int:
     ours, ref = float(np.median(ours_t)), float(np.median(ref_t))
     rows = [("kernel", "te ms", "numpy ms", "te GFLOP/s", "numpy GFLOP/s", "te/numpy"),
             (args.op, f"{ours * 1e3:.3f}", f"{ref * 1e3:.3f}", f"{flops / ours / 1e9:.1f}",
-             f"{flops / ref / 1e9:.1f}", f"{ref / ours:.2f}x")]
+             f"{flops / ref / 1e9:.1f}", ratio_text(ref / ours))]
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.rjust(w) for c, w in zip(r, widths)))

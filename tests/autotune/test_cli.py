@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from te.autotune.cli import numpy_blas
+from te.autotune.cli import numpy_blas, ratio_text
 from te.autotune.tune import CONFIRM_ROUNDS, CONFIRM_TOP
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -58,3 +58,10 @@ def test_usage_errors_name_the_problem_without_a_traceback(tmp_path, argv, messa
 def test_numpy_blas_names_the_kernel_family():
     name = numpy_blas()
     assert name == "unknown" or (name.startswith("OpenBLAS ") and len(name) > 9)
+
+
+@pytest.mark.parametrize("ratio, text", [(1.456, "1.46x"), (0.1, "0.10x"), (0.0999, "0.1x"),
+                                         (0.00337, "0.0034x"), (123.4, "123.40x")])
+def test_ratio_text_keeps_a_slow_kernel_s_ratio_above_zero(ratio, text):
+    # CI once printed "0.00x" for a tiny parallel kernel timed while a neighbour held a core
+    assert ratio_text(ratio) == text
