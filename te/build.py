@@ -1,12 +1,14 @@
 """te.build(): lower a schedule, generate LLVM IR and compile it into a runtime Module.
 
 Takes a Schedule and its argument tensors (or an already lowered PrimFunc) and a target
-string ("llvm", "llvm -mcpu=NAME -mattr=+f1,-f2"); gives a runtime.Module that checks its
-arguments before any native code runs. Imports te.lower and runtime.
+string ("llvm", "llvm -mcpu=NAME -mattr=+f1,-f2", "cuda", "cuda -arch=sm_80"); gives a
+runtime.Module that checks its arguments before any native code runs (target 'cuda' is
+handed to build_cuda.py). Imports te.lower and runtime.
 """
 from __future__ import annotations
 
 import functools
+import re
 import shlex
 
 import llvmlite.binding as llvm
@@ -40,6 +42,10 @@ RUNTIME_SYMBOLS = frozenset(
 )
 
 
+# The options each target kind takes (-key=value).
+TARGET_OPTIONS = {"llvm": ("mcpu", "mattr", "num-cores", "opt-level"), "cuda": ("arch",)}
+
+
 def parse_target(target: str) -> dict:
     """'llvm -mcpu=x -mattr=+a,-b' -> {'kind': 'llvm', 'mcpu': 'x', 'mattr': '+a,-b'}."""
     if not isinstance(target, str) or not target.strip():
@@ -50,19 +56,21 @@ def parse_target(target: str) -> dict:
         raise BuildError(f"te.build: target {target!r} cannot be split into words: "
                          f"{err}") from None
     out = {"kind": words[0]}
+    if out["kind"] not in TARGET_OPTIONS:
+        raise BuildError(f"te.build: unknown target kind {out['kind']!r} (expected 'llvm' or "
+                         f"'cuda')")
+    allowed = TARGET_OPTIONS[out["kind"]]
     for w in words[1:]:
         if not w.startswith("-") or "=" not in w:
             raise BuildError(f"te.build: target option {w!r} must look like -key=value")
         k, v = w.lstrip("-").split("=", 1)
-        if k not in ("mcpu", "mattr", "num-cores", "opt-level"):
-            raise BuildError(f"te.build: unknown target option -{k} (expected -mcpu, -mattr, "
-                             f"-opt-level)")
+        if k not in allowed:
+            raise BuildError(f"te.build: unknown target option -{k} for '{out['kind']}' "
+                             f"(expected {', '.join('-' + a for a in allowed)})")
         out[k] = v
-    if out["kind"] == "cuda":
-        raise BuildError("te.build: target 'cuda' is not available yet: CUDA code generation "
-                         "is not implemented; use target='llvm'")
-    if out["kind"] != "llvm":
-        raise BuildError(f"te.build: unknown target kind {out['kind']!r} (expected 'llvm')")
+    if "arch" in out and not re.fullmatch(r"sm_\d{2,3}[a-z]?", out["arch"]):
+        raise BuildError(f"te.build: target option -arch: expected sm_XX such as sm_80, got "
+                         f"{out['arch']!r}")
     if "opt-level" in out and out["opt-level"] not in ("0", "1", "2", "3"):
         raise BuildError(f"te.build: target option -opt-level: expected 0, 1, 2 or 3, got "
                          f"{out['opt-level']!r}")
@@ -185,14 +193,15 @@ def _check_no_thread_binding(stmt: ir.Stmt) -> None:
     """Thread-bound loops only make sense on a GPU target: say so before code generation."""
     if isinstance(stmt, ir.For) and stmt.kind == ir.THREAD_BINDING:
         raise BuildError(f"te.build: loop '{stmt.loop_var.name}' is bound to thread axis "
-                         f"'{stmt.thread_tag}'; thread-bound loops need target 'cuda', which "
-                         f"is not available yet (remove the bind for target 'llvm')")
+                         f"'{stmt.thread_tag}'; thread-bound loops need target 'cuda' (remove "
+                         f"the bind for target 'llvm')")
     for child in stmt_children(stmt)[1]:
         _check_no_thread_binding(child)
 
 
-def build(sch, args=None, target: str = "llvm", name: str = "main") -> runtime.Module:
-    """te.build: compile schedule `sch` with arguments `args` for `target`."""
+def build(sch, args=None, target: str = "llvm", name: str = "main"):
+    """te.build: compile schedule `sch` with arguments `args` for `target`: a runtime.Module
+    for 'llvm', a runtime.cuda.CudaModule for 'cuda' (build_cuda.py)."""
     opts = parse_target(target)
     missing = _missing_host_features(opts.get("mattr"))
     if isinstance(sch, ir.PrimFunc):
@@ -202,10 +211,13 @@ def build(sch, args=None, target: str = "llvm", name: str = "main") -> runtime.M
         if args is None:
             raise BuildError("te.build: args must list the argument tensors of the schedule")
         _check_name(name)
-        func = lower(sch, args, name=name)
+        func = lower(sch, args, name=name, target_kind=opts["kind"])
     else:
         raise BuildError(f"te.build: expected a schedule or a lowered function, got "
                          f"{type(sch).__name__}")
+    if opts["kind"] == "cuda":
+        from .build_cuda import build_cuda
+        return build_cuda(func, signature_of(func), opts.get("arch"))
     _check_no_thread_binding(func.body)
     signature_of(func)  # argument errors before code generation
     gen = ModuleGen(func, runtime.parallel_available(), target_features(target))

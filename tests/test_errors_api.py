@@ -121,12 +121,12 @@ def test_lower_unbound_size_var():
 # -- build -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("target,message", [
-    ("opencl", r"^te.build: unknown target kind 'opencl' \(expected 'llvm'\)$"),
+    ("opencl", r"^te.build: unknown target kind 'opencl' \(expected 'llvm' or 'cuda'\)$"),
     ("", r"^te.build: target must be a string such as 'llvm', got ''$"),
     (None, r"^te.build: target must be a string such as 'llvm', got None$"),
     ("llvm -foo=1", r"^te.build: unknown target option -foo"),
     ("llvm mcpu", r"^te.build: target option 'mcpu' must look like -key=value$"),
-    ("cuda", r"^te.build: target 'cuda' is not available yet"),
+    ("cuda", r"^te.build: target 'cuda': stage 'B' has no loop bound to a GPU thread axis"),
 ])
 def test_build_bad_target(chain, target, message):
     A, B, C, s = chain

@@ -48,9 +48,17 @@ PASSES = (
 )
 
 
+# Target 'cuda' keeps vectorized loops as loops: each GPU thread runs them unrolled.
+SKIPPED_FOR = {"llvm": (), "cuda": ("vectorize",)}
+
+
 def lower(sch: Schedule, args: list, name: str = "main", dump_after: str | None = None,
-          simple_mode: bool = False) -> ir.PrimFunc:
-    """te.lower: the lowered function of schedule `sch` taking `args` (tensors) in order."""
+          simple_mode: bool = False, target_kind: str = "llvm") -> ir.PrimFunc:
+    """te.lower: the lowered function of schedule `sch` taking `args` (tensors) in order;
+    target_kind "cuda" lowers for the GPU code generator (see SKIPPED_FOR)."""
+    if target_kind not in SKIPPED_FOR:
+        raise LoweringError(f"te.lower: target_kind must be one of {', '.join(SKIPPED_FOR)}, "
+                            f"got {target_kind!r}")
     if not isinstance(sch, Schedule):
         raise LoweringError(f"te.lower: sch must be a te.create_schedule(...) result, got "
                             f"{type(sch).__name__}")
@@ -66,6 +74,8 @@ def lower(sch: Schedule, args: list, name: str = "main", dump_after: str | None 
     verify_func(func, "storage_flatten")
     _dump(func, "storage_flatten", dump_after)
     for pass_name, fn in PASSES:
+        if pass_name in SKIPPED_FOR[target_kind]:
+            continue
         func = ir.PrimFunc(func.name, func.params, func.scalar_params, fn(func), func.attrs)
         verify_func(func, pass_name)
         _dump(func, pass_name, dump_after)

@@ -1,0 +1,257 @@
+"""CUDA modules: CUDA C compiled to PTX with nvcc, run on a GPU through pycuda (lazily).
+
+Takes the source and launch description te generates for target 'cuda'; gives CudaModule
+(check, copy in, launch in order, copy out; time; show source and PTX), and emulator()
+for running the same source on the CPU (cuda_emulator.py). Imports numpy and runtime.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .checker import ArgumentChecker
+from .errors import RuntimeBuildError
+from .ndarray import NDArray
+from .signature import KernelSignature
+from .timer import TimeResult, check_timing_parameters, time_function
+
+# te dtype -> the C type of a kernel parameter or local array.
+C_TYPES = {"float32": "float", "float64": "double", "int8": "signed char", "int16": "short",
+           "int32": "int", "int64": "long long", "uint8": "unsigned char",
+           "uint16": "unsigned short", "uint32": "unsigned int",
+           "uint64": "unsigned long long", "bool": "bool"}
+MAX_THREADS_PER_BLOCK = 1024
+DEFAULT_ARCH = "sm_75"   # the oldest architecture nvcc 13 compiles for; PTX runs on newer
+NVCC_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class CudaKernel:
+    """One __global__ function: ("buffer", k) slots index the module's arguments followed by
+    its temporaries; ("scalar", k) slots index the signature's size variables."""
+    name: str
+    params: tuple
+
+
+@dataclass(frozen=True)
+class CudaTemporary:
+    """Device memory a call allocates for a stage that is neither input nor output."""
+    name: str
+    dtype: str
+
+
+# sizes (one int per size variable) -> (temporary element counts, [(grid, block)] per kernel)
+LaunchPlan = Callable[[tuple], tuple]
+
+
+def find_nvcc() -> str | None:
+    return shutil.which("nvcc")
+
+
+def compile_ptx(source: str, arch: str = DEFAULT_ARCH) -> str:
+    """PTX text of `source` for `arch` (sm_XX); RuntimeBuildError with nvcc's message."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise RuntimeBuildError("nvcc is not on PATH; install the CUDA toolkit to compile "
+                                "CUDA C")
+    with tempfile.TemporaryDirectory(prefix="te_cuda_") as tmp:
+        src, out = os.path.join(tmp, "kernels.cu"), os.path.join(tmp, "kernels.ptx")
+        with open(src, "w") as handle:
+            handle.write(source)
+        command = [nvcc, "--ptx", f"-arch={arch}", "-o", out, src]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True,
+                                    timeout=NVCC_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise RuntimeBuildError(f"nvcc took more than {NVCC_TIMEOUT_S} s") from None
+        if result.returncode != 0:
+            raise RuntimeBuildError(f"nvcc failed (exit code {result.returncode}): "
+                                    f"{result.stderr.strip()[-2000:]}")
+        with open(out) as handle:
+            return handle.read()
+
+
+class CudaModule:
+    """Kernels for a GPU behind one call: check, copy in, launch in order, copy out."""
+
+    def __init__(self, signature: KernelSignature, source: str, kernels: tuple,
+                 temporaries: tuple, launch_plan: LaunchPlan, ptx: str | None = None,
+                 ptx_missing: str | None = None, backend: Any = None) -> None:
+        """`ptx_missing` says why there is no PTX (no nvcc at build time)."""
+        self.signature = signature
+        self.source = source
+        self.kernels = tuple(kernels)
+        self.temporaries = tuple(temporaries)
+        self.launch_plan = launch_plan
+        self.ptx = ptx
+        self._ptx_missing = ptx_missing
+        self._checker = ArgumentChecker(signature)
+        self._backend = backend
+
+    @property
+    def entry_name(self) -> str:
+        return self.signature.name
+
+    def emulator(self) -> "CudaModule":
+        """This module running its CUDA C on the CPU, one thread after another: for checking
+        results where there is no GPU (slow; kernels whose threads share memory through
+        barriers are not supported by the code generator anyway)."""
+        from .cuda_emulator import EmulatorBackend
+        backend = EmulatorBackend(self.source, self.kernels, self._param_types())
+        return CudaModule(self.signature, self.source, self.kernels, self.temporaries,
+                          self.launch_plan, self.ptx, self._ptx_missing, backend)
+
+    def __call__(self, *args: Any) -> None:
+        arrays, sizes = self._check(args)
+        backend = self._get_backend()
+        handles, temps, launches = self._upload(backend, arrays, sizes)
+        for launch in launches:
+            launch()
+        backend.synchronize()
+        for k, arg in enumerate(self.signature.args):
+            if arg.output:
+                backend.download(handles[k], arrays[k])
+        backend.release(handles + temps)
+
+    def time_evaluator(self, func_name: str | None = None, dev: Any = None, number: int = 10,
+                       repeat: int = 3, min_repeat_ms: float = 0) -> Callable[..., TimeResult]:
+        """f(*args) -> TimeResult: seconds per call of the kernels alone, on data copied to
+        the device once (as TVM times device kernels); `dev` is accepted and ignored."""
+        if func_name is not None and func_name != self.entry_name:
+            raise ValueError(f"func_name: expected '{self.entry_name}' (or None), got "
+                             f"{func_name!r}")
+        check_timing_parameters(number, repeat, min_repeat_ms)
+
+        def evaluate(*args: Any) -> TimeResult:
+            arrays, sizes = self._check(args)
+            backend = self._get_backend()
+            handles, temps, launches = self._upload(backend, arrays, sizes)
+
+            def run() -> None:
+                for launch in launches:
+                    launch()
+                backend.synchronize()
+            try:
+                return time_function(run, number=number, repeat=repeat,
+                                     min_repeat_ms=min_repeat_ms)
+            finally:
+                backend.release(handles + temps)
+        return evaluate
+
+    def get_source(self, fmt: str = "cuda") -> str:
+        """The CUDA C source ("cuda" or "cu") or the PTX ("ptx") nvcc made of it."""
+        if fmt in ("cuda", "cu"):
+            return self.source
+        if fmt == "ptx":
+            if self.ptx is None:
+                raise ValueError(f"module '{self.entry_name}' has no PTX: {self._ptx_missing}")
+            return self.ptx
+        raise ValueError(f"fmt: expected 'cuda', 'cu' or 'ptx', got {fmt!r}")
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{a.name}: {a.dtype}{list(a.shape)}" for a in self.signature.args)
+        return f"CudaModule({self.entry_name}({args}), {len(self.kernels)} kernel(s))"
+
+    # -- internals ---------------------------------------------------------------------
+    def _check(self, args) -> tuple:
+        raw = self._checker.convert(args)
+        arrays = [a._data if isinstance(a, NDArray) else a for a in args]
+        return arrays, tuple(raw[len(arrays):])
+
+    def _get_backend(self):
+        if self._backend is None:
+            if self.ptx is None:
+                raise RuntimeError(f"module '{self.entry_name}' cannot run on a GPU: "
+                                   f"{self._ptx_missing}")
+            self._backend = PycudaBackend(self.ptx, self.kernels)
+        return self._backend
+
+    def _upload(self, backend, arrays: list, sizes: tuple) -> tuple:
+        """Device copies of the arguments, fresh temporaries, and one closure per launch."""
+        counts, dims = self.launch_plan(sizes)
+        for kernel, (grid, block) in zip(self.kernels, dims):
+            _check_launch(self.entry_name, kernel.name, grid, block)
+        handles = [backend.upload(a) for a in arrays]
+        temps = [backend.empty(max(0, n) * np.dtype(t.dtype).itemsize)
+                 for t, n in zip(self.temporaries, counts)]
+        buffers = handles + temps
+        scalar_dtypes = [s.dtype for s in self.signature.scalars]
+        launches = []
+        for kernel, (grid, block) in zip(self.kernels, dims):
+            if min(grid + block) <= 0:
+                continue   # an empty launch: nothing to compute (CUDA rejects it)
+            params = [buffers[k] if kind == "buffer"
+                      else backend.scalar(scalar_dtypes[k], sizes[k])
+                      for kind, k in kernel.params]
+            launches.append(lambda kernel=kernel, params=params, grid=grid, block=block:
+                            backend.launch(kernel.name, params, grid, block))
+        return handles, temps, launches
+
+    def _param_types(self) -> dict:
+        """kernel name -> the C type of each parameter (pointers for buffers)."""
+        dtypes = [a.dtype for a in self.signature.args] + [t.dtype for t in self.temporaries]
+        scalars = [s.dtype for s in self.signature.scalars]
+        return {k.name: [C_TYPES[dtypes[i]] + "*" if kind == "buffer" else C_TYPES[scalars[i]]
+                         for kind, i in k.params] for k in self.kernels}
+
+
+def _check_launch(entry: str, kernel: str, grid: tuple, block: tuple) -> None:
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise RuntimeError(f"kernel '{entry}' ({kernel}): {threads} threads per block "
+                           f"(block {tuple(block)}); CUDA allows at most "
+                           f"{MAX_THREADS_PER_BLOCK}")
+    if grid[1] > 65535 or grid[2] > 65535 or grid[0] > 2**31 - 1:
+        raise RuntimeError(f"kernel '{entry}' ({kernel}): grid {tuple(grid)} exceeds CUDA's "
+                           f"limits (2^31-1, 65535, 65535)")
+
+
+class PycudaBackend:
+    """Device memory and launches through pycuda (a context on the first GPU)."""
+
+    def __init__(self, ptx: str, kernels: tuple) -> None:
+        try:
+            import pycuda.driver as drv
+        except ImportError:
+            raise RuntimeError("running a 'cuda' module needs pycuda, which is not installed: "
+                               "pip install 'te-compiler[cuda]' (it builds only where a CUDA "
+                               "driver is installed)") from None
+        try:
+            import pycuda.autoinit  # noqa: F401  (creates the context, releases it at exit)
+        except Exception as err:  # pycuda raises its own error types when no GPU is found
+            raise RuntimeError(f"no CUDA device could be opened: {err}") from None
+        self.drv = drv
+        self.module = drv.module_from_buffer(ptx.encode())
+        self.functions = {k.name: self.module.get_function(k.name) for k in kernels}
+
+    def upload(self, array: np.ndarray):
+        handle = self.drv.mem_alloc(max(1, array.nbytes))
+        if array.nbytes:
+            self.drv.memcpy_htod(handle, array)
+        return handle
+
+    def empty(self, nbytes: int):
+        return self.drv.mem_alloc(max(1, nbytes))
+
+    def download(self, handle, array: np.ndarray) -> None:
+        if array.nbytes:
+            self.drv.memcpy_dtoh(array, handle)
+
+    def scalar(self, dtype: str, value: int):
+        return np.dtype(dtype).type(value)
+
+    def launch(self, name: str, params: list, grid: tuple, block: tuple) -> None:
+        self.functions[name](*params, grid=tuple(grid), block=tuple(block))
+
+    def synchronize(self) -> None:
+        self.drv.Context.synchronize()
+
+    def release(self, handles: list) -> None:
+        for handle in handles:
+            handle.free()

@@ -1,0 +1,50 @@
+"""te.build for target 'cuda': host/device split, CUDA C, PTX, and a runtime.cuda.CudaModule.
+
+Takes a function lowered for 'cuda' (vectorized loops kept as loops), its KernelSignature and
+the -arch option; gives a CudaModule whose launch plan evaluates the temporaries' sizes and
+each kernel's grid and block extents from the size variables of a call. nvcc checks the
+source at build time when it is on PATH; without it the module keeps the source, can run
+emulated on the CPU, and says at a GPU call that nvcc is missing. Imports te.lower and
+runtime.
+"""
+from __future__ import annotations
+
+import runtime
+from runtime import cuda as rt_cuda
+
+from .errors import BuildError
+from .lower import ir
+from .lower.codegen_cuda import generate_cuda
+from .lower.device_split import BLOCK_TAGS, GRID_TAGS, evaluate_on_host, split_host_device
+
+
+def build_cuda(func: ir.PrimFunc, signature: runtime.KernelSignature,
+               arch: str | None) -> rt_cuda.CudaModule:
+    plan = split_host_device(func)
+    source = generate_cuda(func, plan)
+    kernels = tuple(rt_cuda.CudaKernel(k.name, k.params) for k in source.kernels)
+    temporaries = tuple(rt_cuda.CudaTemporary(b.name, b.dtype) for b, _ in plan.temporaries)
+    ptx, missing = None, None
+    if rt_cuda.find_nvcc() is None:
+        missing = "nvcc was not on PATH when it was built (install the CUDA toolkit)"
+    else:
+        try:
+            ptx = rt_cuda.compile_ptx(source.text, arch or rt_cuda.DEFAULT_ARCH)
+        except runtime.RuntimeBuildError as err:
+            raise BuildError(f"te.build: target 'cuda': {err}") from None
+    size_vars = func.scalar_params
+
+    def launch_plan(sizes: tuple) -> tuple:
+        env = dict(zip(size_vars, sizes))
+        counts = [evaluate_on_host(extent, env) for _, extent in plan.temporaries]
+        dims = []
+        for part in plan.kernels:
+            grid, block = ([evaluate_on_host(part.extents[t], env) if t in part.extents
+                            else 1 for t in tags] for tags in (GRID_TAGS, BLOCK_TAGS))
+            dims.append((tuple(grid), tuple(block)))
+        return counts, dims
+
+    module = rt_cuda.CudaModule(signature, source.text, kernels, temporaries, launch_plan,
+                                ptx=ptx, ptx_missing=missing)
+    module.lowered = func
+    return module

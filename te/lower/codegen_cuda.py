@@ -1,0 +1,319 @@
+"""Loop IR -> CUDA C: one `extern "C" __global__` function per kernel of a DevicePlan.
+
+Takes a lowered PrimFunc and its DevicePlan (device_split.py); gives CudaSource: the source
+text and, per kernel, its name and parameter list (which argument buffer, temporary or size
+variable goes in each slot). A loop bound to a thread axis becomes `const int i =
+threadIdx.x;` (guarded by `if (threadIdx.x < extent)` where loops of one axis have different
+extents); vectorized and unrolled loops become `#pragma unroll` loops; per-thread buffers
+become local arrays. The source compiles with nvcc, and as plain C++ after the prelude
+runtime/cuda_emulator.py supplies. Imports device_split.py, ir.py, te.compute.expr, te.dtype.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from runtime.cuda import C_TYPES
+
+from .. import dtype as dt
+from ..compute import expr as E
+from ..errors import BuildError
+from . import ir
+from .device_split import DevicePlan, KernelPart
+from .visitor import stmt_children
+
+# Floor division and modulo (Python's, te's floordiv/floormod) for any integer type; C's
+# `/` and `%` truncate toward zero.
+PRELUDE = """\
+template <typename T> __device__ __forceinline__ T te_floordiv(T a, T b) {
+  T q = a / b;
+  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename T> __device__ __forceinline__ T te_floormod(T a, T b) {
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+"""
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+          "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
+# te intrinsic -> C function for float64; float32 adds the `f` suffix (expf, sqrtf, ...).
+_MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh",
+         "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
+         "sin": "sin", "cos": "cos", "log2": "log2", "log10": "log10", "exp2": "exp2",
+         "pow": "pow", "abs": "fabs"}
+_RESERVED = frozenset("""
+auto bool break case char const continue default do double else enum extern float for goto
+if inline int long register restrict return short signed sizeof static struct switch
+typedef union unsigned void volatile while class new delete this template typename true
+false namespace operator private public protected virtual friend using threadIdx blockIdx
+blockDim gridDim warpSize main""".split())
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    name: str
+    # ("buffer", k): the k-th of the function's arguments followed by its temporaries;
+    # ("scalar", k): the k-th size variable. One entry per kernel parameter, in order.
+    params: tuple
+
+
+@dataclass(frozen=True)
+class CudaSource:
+    text: str
+    kernels: tuple   # KernelSource, in launch order
+
+
+def generate_cuda(func: ir.PrimFunc, plan: DevicePlan) -> CudaSource:
+    buffers = list(func.params) + [b for b, _ in plan.temporaries]
+    order = {b.data: k for k, b in enumerate(buffers)}
+    parts, kernels = [PRELUDE], []
+    for part in plan.kernels:
+        gen = _KernelGen(part)
+        text, params = gen.kernel(sorted(part.buffers, key=lambda b: order[b.data]),
+                                  part.scalars)
+        parts.append(text)
+        slots = [("buffer", order[b.data]) for b in sorted(part.buffers,
+                                                           key=lambda b: order[b.data])]
+        slots += [("scalar", func.scalar_params.index(v)) for v in part.scalars]
+        kernels.append(KernelSource(part.name, tuple(slots)))
+        assert len(slots) == len(params)
+    return CudaSource("\n".join(parts), tuple(kernels))
+
+
+VECTOR_CODE = ("te.build: target 'cuda': the function holds vector code (lowered for the "
+               "CPU); pass the schedule itself, which target 'cuda' lowers keeping vectorized "
+               "loops as loops")
+
+
+def c_type(dtype: str) -> str:
+    if dt.lanes(dtype) > 1:
+        raise BuildError(VECTOR_CODE)
+    if dtype not in C_TYPES:
+        raise BuildError(f"te.build: target 'cuda' does not support dtype {dtype} yet")
+    return C_TYPES[dtype]
+
+
+class _KernelGen:
+    """Emits one kernel; owns its table of C names."""
+
+    def __init__(self, part: KernelPart):
+        self.part = part
+        self.names: dict = {}
+        self.taken: set = set(_RESERVED)
+        self.stored = _stored(part.body)
+
+    def name(self, key, hint: str) -> str:
+        got = self.names.get(key)
+        if got is None:
+            base = re.sub(r"\W", "_", hint) or "v"
+            if base[0].isdigit() or base.startswith("te_"):
+                base = "v_" + base
+            got, k = base, 0
+            while got in self.taken:
+                k += 1
+                got = f"{base}_{k}"
+            self.taken.add(got)
+            self.names[key] = got
+        return got
+
+    def kernel(self, buffers: list, scalars: tuple) -> tuple:
+        params = []
+        for b in buffers:
+            const = "" if b.data in self.stored else "const "
+            params.append(f"{const}{c_type(b.dtype)}* __restrict__ "
+                          f"{self.name(b.data, b.name)}")
+        params += [f"{c_type(v.dtype)} {self.name(v, v.name)}" for v in scalars]
+        lines = [f'extern "C" __global__ void {self.part.name}({", ".join(params)}) {{']
+        lines += self.stmt(self.part.body, 1)
+        lines.append("}")
+        return "\n".join(lines) + "\n", params
+
+    # -- statements --------------------------------------------------------------------
+    def stmt(self, s: ir.Stmt, depth: int) -> list:
+        pad = "  " * depth
+        if isinstance(s, ir.SeqStmt):
+            return [line for x in s.stmts for line in self.stmt(x, depth)]
+        if isinstance(s, ir.For):
+            return self.loop(s, depth)
+        if isinstance(s, ir.IfThenElse):
+            lines = [f"{pad}if ({_bare(self.expr(s.cond))}) {{"] + self.stmt(s.then_case, depth + 1)
+            if s.else_case is not None:
+                lines += [f"{pad}}} else {{"] + self.stmt(s.else_case, depth + 1)
+            return lines + [f"{pad}}}"]
+        if isinstance(s, ir.LetStmt):
+            head = f"{pad}  const {c_type(s.var.dtype)} {self.name(s.var, s.var.name)} = " \
+                   f"{_bare(self.expr(s.value))};"
+            return [f"{pad}{{", head] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
+        if isinstance(s, ir.Store):
+            return [f"{pad}{self.buffer(s.buffer)}[{_bare(self.expr(s.index))}] = "
+                    f"{_bare(self.expr(s.value))};"]
+        if isinstance(s, ir.Allocate):
+            b = s.buffer
+            decl = f"{pad}  {c_type(b.dtype)} {self.buffer(b)}[{int(s.extent.value)}];"
+            return [f"{pad}{{", decl] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
+        if isinstance(s, ir.Evaluate):
+            if isinstance(s.value, ir.Prefetch):
+                return []
+            return [f"{pad}{self.expr(s.value)};"]
+        raise BuildError(f"te.build: target 'cuda' cannot generate {type(s).__name__}")
+
+    def loop(self, s: ir.For, depth: int) -> list:
+        pad = "  " * depth
+        var = self.name(s.loop_var, s.loop_var.name)
+        ctype = c_type(s.loop_var.dtype)
+        if s.kind == ir.THREAD_BINDING:
+            kind, axis = s.thread_tag.split(".")
+            index = f"(({ctype}){kind}.{axis})"
+            value = index if _is_zero(s.min) else f"{self.expr(s.min)} + {index}"
+            lines = [f"{pad}{{  // {s.loop_var.name}: {s.thread_tag}"]
+            inner = depth + 1
+            if s.thread_tag in self.part.guarded:
+                lines.append(f"{pad}  if ({index} < {_bare(self.expr(s.extent))}) {{")
+                inner += 1
+            lines.append(f"{'  ' * inner}const {ctype} {var} = {value};")
+            lines += self.stmt(s.body, inner)
+            if s.thread_tag in self.part.guarded:
+                lines.append(f"{pad}  }}")
+            return lines + [f"{pad}}}"]
+        end = self.expr(s.extent) if _is_zero(s.min) else \
+            f"{self.expr(s.min)} + {self.expr(s.extent)}"
+        lines = [f"{pad}#pragma unroll"] if s.kind in (ir.UNROLLED, ir.VECTORIZED) else []
+        lines.append(f"{pad}for ({ctype} {var} = {self.expr(s.min)}; {var} < {end}; ++{var}) {{")
+        return lines + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
+
+    def buffer(self, b: ir.Buffer) -> str:
+        return self.name(b.data, b.name)
+
+    # -- expressions -------------------------------------------------------------------
+    def expr(self, e: E.Expr) -> str:
+        if dt.lanes(e.dtype) > 1 or isinstance(e, (E.Ramp, E.Broadcast)):
+            raise BuildError(VECTOR_CODE)
+        if isinstance(e, E.Var):
+            return self.name(e, e.name)
+        if isinstance(e, E.Const):
+            return c_literal(e)
+        if isinstance(e, E.Binary):
+            return self.binary(e)
+        if isinstance(e, E.Not):
+            return f"(!{self.expr(e.a)})"
+        if isinstance(e, E.Cast):
+            if dt.is_bool(e.dtype):
+                return f"({self.expr(e.value)} != 0)"
+            return f"(({c_type(e.dtype)}){self.expr(e.value)})"
+        if isinstance(e, E.Select):
+            return (f"({self.expr(e.cond)} ? {self.expr(e.true_value)} : "
+                    f"{self.expr(e.false_value)})")
+        if isinstance(e, E.Call):
+            return self.call(e)
+        if isinstance(e, ir.Load):
+            return f"{self.buffer(e.buffer)}[{_bare(self.expr(e.index))}]"
+        raise BuildError(f"te.build: target 'cuda' cannot generate {type(e).__name__}")
+
+    def binary(self, e: E.Binary) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if e.op in ("min", "max"):
+            # the select form, as the CPU code generator emits (a NaN picks b)
+            return f"({a} {'<' if e.op == 'min' else '>'} {b} ? {a} : {b})"
+        if e.op in _INFIX:
+            text = f"({a} {_INFIX[e.op]} {b})"
+            if dt.is_integral(e.dtype) and dt.bits(e.dtype) < 32 and e.op in ("add", "sub",
+                                                                           "mul"):
+                text = f"(({c_type(e.dtype)}){text})"  # C computes in int: wrap as LLVM does
+            return text
+        float_suffix = "f" if e.dtype == "float32" else ""
+        if dt.is_float(e.dtype):
+            if e.op == "div":
+                return f"({a} / {b})"
+            if e.op == "floordiv":
+                return f"floor{float_suffix}({a} / {b})"
+            if e.op == "floormod":
+                return f"({a} - floor{float_suffix}({a} / {b}) * {b})"
+            if e.op == "truncdiv":
+                return f"trunc{float_suffix}({a} / {b})"
+            if e.op == "truncmod":
+                return f"fmod{float_suffix}({a}, {b})"
+        else:
+            if e.op in ("floordiv", "floormod"):
+                return f"te_{e.op}<{c_type(e.dtype)}>({a}, {b})"
+            if e.op in ("div", "truncdiv"):
+                return f"({a} / {b})"
+            if e.op == "truncmod":
+                return f"({a} % {b})"
+        raise BuildError(f"te.build: target 'cuda' cannot generate operator {e.op!r}")
+
+    def call(self, e: E.Call) -> str:
+        args = [self.expr(x) for x in e.args]
+        if e.extern:
+            return f"{e.name}({', '.join(args)})"
+        if e.name == "likely":
+            return args[0]
+        if e.name == "abs" and dt.is_integral(e.dtype):
+            return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"
+        if e.dtype not in ("float32", "float64"):
+            raise BuildError(f"te.build: target 'cuda' does not support {e.name} on "
+                             f"{e.dtype} yet")
+        suffix = "f" if e.dtype == "float32" else ""
+        if e.name == "sigmoid":
+            one = c_literal(E.const(1.0, e.dtype))
+            return f"({one} / ({one} + exp{suffix}(-{args[0]})))"
+        if e.name not in _MATH:
+            raise BuildError(f"te.build: target 'cuda' has no intrinsic {e.name!r}")
+        return f"{_MATH[e.name]}{suffix}({', '.join(args)})"
+
+
+def c_literal(c: E.Const) -> str:
+    if dt.is_bool(c.dtype):
+        return "true" if c.value else "false"
+    if dt.is_integral(c.dtype):
+        v = int(c.value)
+        suffix = {"int64": "LL", "uint64": "ULL", "uint32": "U"}.get(c.dtype, "")
+        if c.dtype == "int64" and v == -2**63:
+            return "(-9223372036854775807LL - 1)"
+        if c.dtype == "int32" and v == -2**31:
+            return "(-2147483647 - 1)"
+        text = f"{v}{suffix}"
+        if dt.bits(c.dtype) < 32:
+            return f"(({c_type(c.dtype)}){text})"
+        return f"({text})" if v < 0 else text
+    v = float(np.float32(c.value)) if c.dtype == "float32" else float(c.value)
+    cast = "(float)" if c.dtype == "float32" else "(double)"
+    if math.isnan(v):
+        return f"({cast}NAN)"
+    if math.isinf(v):
+        return f"({'-' if v < 0 else ''}{cast}INFINITY)"
+    text = repr(v)
+    if "e" not in text and "." not in text:
+        text += ".0"
+    text += "f" if c.dtype == "float32" else ""
+    return f"({text})" if v < 0 or text.startswith("-") else text
+
+
+def _bare(text: str) -> str:
+    """`text` without its outer parentheses, when they enclose all of it."""
+    if not text.startswith("("):
+        return text
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0:
+            return text[1:-1] if k == len(text) - 1 else text
+    return text
+
+
+def _is_zero(x: E.Expr) -> bool:
+    return isinstance(x, E.Const) and x.value == 0
+
+
+def _stored(s: ir.Stmt) -> set:
+    found, stack = set(), [s]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ir.Store):
+            found.add(node.buffer.data)
+        stack.extend(stmt_children(node)[1])
+    return found

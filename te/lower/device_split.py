@@ -1,0 +1,251 @@
+"""Host/device split for target 'cuda': which statements become kernels, and their launches.
+
+Takes a lowered PrimFunc; gives a DevicePlan: the device temporaries the host allocates
+(global-scope Allocates at the top of the function), and one KernelPart per top-level nest,
+with the buffers and size variables it takes and its grid and block extents (expressions of
+the size variables, evaluated on the host at each call). Refuses, naming the loop or stage,
+what this code generator cannot make correct: a nest with no thread-bound loop, a parallel
+loop, an axis bound twice on one path, and storage that threads would have to share (scope
+'shared', or loops bound to threads inside a stage's storage), which needs barriers it
+does not insert. Imports ir.py, visitor.py, te.compute.expr and te.errors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import dtype as dt
+from ..compute import expr as E
+from ..errors import BuildError
+from . import ir
+from .visitor import stmt_children
+
+GRID_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+BLOCK_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_EXTENT = (1024, 1024, 64)
+MAX_GRID_EXTENT = (2**31 - 1, 65535, 65535)
+
+
+@dataclass(frozen=True)
+class KernelPart:
+    """One kernel: `body` runs once per thread of a grid x block launch."""
+    name: str
+    body: ir.Stmt
+    buffers: tuple       # Buffers the kernel reads or writes (arguments or temporaries)
+    scalars: tuple       # size Vars the kernel uses
+    extents: dict        # thread tag -> extent Expr (max over the loops bound to it)
+    guarded: frozenset   # tags whose loops need `if (idx < extent)`: extents differ
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    temporaries: tuple   # (Buffer, element count Expr), allocated on the device per call
+    kernels: tuple       # KernelParts, launched in order
+
+
+def split_host_device(func: ir.PrimFunc) -> DevicePlan:
+    temporaries: list = []
+    nests: list = []
+    _collect_top(func.body, temporaries, nests)
+    host_vars = set(func.scalar_params)
+    known = {b.data for b in func.params} | {b.data for b, _ in temporaries}
+    for buf, extent in temporaries:
+        _require_host(extent, host_vars, f"the size of temporary '{buf.name}'")
+    kernels = []
+    for k, nest in enumerate(nests):
+        checker = _KernelChecker()
+        checker.visit(nest, ())
+        if not checker.extents:
+            raise BuildError(f"te.build: target 'cuda': stage '{_stage_name(nest)}' has no "
+                             f"loop bound to a GPU thread axis, so it would run on the host; "
+                             f"bind its outer loops with s[...].bind(axis, "
+                             f"te.thread_axis('blockIdx.x')) and te.thread_axis('threadIdx.x')")
+        extents, guarded = {}, set()
+        for tag, exprs in checker.extents.items():
+            for x in exprs:
+                _require_host(x, host_vars, f"the extent of the loop bound to {tag}")
+            first = exprs[0]
+            if any(not E.structural_equal(first, x) for x in exprs[1:]):
+                guarded.add(tag)
+            extent = first
+            for x in exprs[1:]:
+                extent = E.binary("max", extent, x)
+            extents[tag] = extent
+        _check_static_limits(extents)
+        buffers = [b for b in checker.buffers.values()]
+        for b in buffers:
+            if b.data not in known and b.data not in checker.local:
+                raise BuildError(f"te.build: target 'cuda': buffer '{b.name}' is neither an "
+                                 f"argument nor a temporary of '{func.name}'")
+        scalars = [v for v in func.scalar_params if v in checker.vars]
+        kernels.append(KernelPart(f"{func.name}_kernel{k}", nest,
+                                  tuple(b for b in buffers if b.data not in checker.local),
+                                  tuple(scalars), extents, frozenset(guarded)))
+    return DevicePlan(tuple(temporaries), tuple(kernels))
+
+
+def _collect_top(s: ir.Stmt, temporaries: list, nests: list) -> None:
+    """Top-level sequences and global Allocates stay on the host; the rest are kernels."""
+    if isinstance(s, ir.SeqStmt):
+        for x in s.stmts:
+            _collect_top(x, temporaries, nests)
+    elif isinstance(s, ir.Allocate) and s.buffer.scope == "global":
+        temporaries.append((s.buffer, s.extent))
+        _collect_top(s.body, temporaries, nests)
+    elif isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Prefetch):
+        pass  # a cache hint means nothing to a GPU
+    else:
+        nests.append(s)
+
+
+class _KernelChecker:
+    """Walks one kernel nest: thread extents, buffers and variables it uses, and refusals."""
+
+    def __init__(self):
+        self.extents: dict = {}   # tag -> [extent Expr]
+        self.buffers: dict = {}   # data Var -> Buffer, first use first
+        self.local: set = set()   # data Vars allocated inside the kernel
+        self.vars: set = set()
+
+    def visit(self, s: ir.Stmt, bound: tuple) -> None:
+        """`bound`: (tag, loop name) of the thread-bound loops around `s`."""
+        if isinstance(s, ir.For):
+            if s.kind == ir.PARALLEL:
+                raise BuildError(f"te.build: target 'cuda': loop '{s.loop_var.name}' is "
+                                 f"parallel; on a GPU, bind it to a thread axis instead")
+            if s.kind == ir.THREAD_BINDING:
+                if s.thread_tag not in GRID_TAGS + BLOCK_TAGS:
+                    raise BuildError(f"te.build: target 'cuda': loop '{s.loop_var.name}' is "
+                                     f"bound to '{s.thread_tag}', which target 'cuda' does not "
+                                     f"support yet (use blockIdx.* or threadIdx.*)")
+                for tag, name in bound:
+                    if tag == s.thread_tag:
+                        raise BuildError(f"te.build: target 'cuda': loop '{s.loop_var.name}' "
+                                         f"is bound to {tag} inside loop '{name}', which is "
+                                         f"bound to it too")
+                self.extents.setdefault(s.thread_tag, []).append(s.extent)
+                bound = bound + ((s.thread_tag, s.loop_var.name),)
+        elif isinstance(s, ir.SeqStmt):
+            threaded = [x for x in s.stmts if _has_thread_loop(x)]
+            if len(threaded) > 1:
+                a, b = (_stage_name(x) for x in threaded[:2])
+                raise BuildError(f"te.build: target 'cuda': stages '{a}' and '{b}' both have "
+                                 f"loops bound to GPU threads inside one kernel; the second "
+                                 f"would read the first's results before other threads wrote "
+                                 f"them (a barrier is needed, which target 'cuda' does not "
+                                 f"insert yet); compute_root the first stage and bind its "
+                                 f"own loops")
+        elif isinstance(s, ir.Allocate):
+            if s.buffer.scope == "shared" or _has_thread_loop(s.body):
+                raise BuildError(f"te.build: target 'cuda': stage '{s.buffer.name}' would be "
+                                 f"shared by the threads of a block (scope "
+                                 f"'{s.buffer.scope}', computed inside the kernel above loops "
+                                 f"bound to threads); shared memory and barriers are not "
+                                 f"supported by target 'cuda' yet: compute it at a loop "
+                                 f"bound to threadIdx (per-thread storage) or compute_root it")
+            if not isinstance(s.extent, E.Const):
+                raise BuildError(f"te.build: target 'cuda': per-thread buffer "
+                                 f"'{s.buffer.name}' needs a constant size, got "
+                                 f"{s.extent}")
+            self.local.add(s.buffer.data)
+        elif isinstance(s, (ir.ProducerStore, ir.ProducerRealize)):
+            raise BuildError("te.build: target 'cuda' needs a flattened function (te.lower)")
+        if isinstance(s, ir.Store):
+            self.buffers.setdefault(s.buffer.data, s.buffer)
+        exprs, stmts = stmt_children(s)
+        for x in exprs:
+            E.pre_order(x, self._visit_expr)
+        for x in stmts:
+            self.visit(x, bound)
+
+    def _visit_expr(self, e) -> None:
+        if isinstance(e, ir.Load):
+            self.buffers.setdefault(e.buffer.data, e.buffer)
+        elif isinstance(e, E.Var):
+            self.vars.add(e)
+
+
+def _has_thread_loop(s: ir.Stmt) -> bool:
+    if isinstance(s, ir.For) and s.kind == ir.THREAD_BINDING:
+        return True
+    return any(_has_thread_loop(x) for x in stmt_children(s)[1])
+
+
+def _stage_name(s: ir.Stmt) -> str:
+    """The name of the first buffer `s` stores to (the stage it computes)."""
+    stack = [s]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, ir.Store):
+            return node.buffer.name
+        stack.extend(stmt_children(node)[1])
+    return "?"
+
+
+def _require_host(x: E.Expr, host_vars: set, what: str) -> None:
+    inner = [v.name for v in E.free_vars(x) if v not in host_vars]
+    if inner:
+        raise BuildError(f"te.build: target 'cuda': {what} depends on loop variable(s) "
+                         f"{', '.join(sorted(set(inner)))}, but a launch's size must be known "
+                         f"before it starts (bind loops whose extents are fixed or size "
+                         f"variables)")
+    if not _host_computable(x):
+        raise BuildError(f"te.build: target 'cuda': {what} ({x}) cannot be computed on the "
+                         f"host")
+
+
+def _host_computable(x: E.Expr) -> bool:
+    if isinstance(x, (E.Const, E.Var)):
+        return dt.is_integral(x.dtype)
+    if isinstance(x, E.Binary) and x.op in _INT_OPS:
+        return _host_computable(x.a) and _host_computable(x.b)
+    if isinstance(x, E.Cast):
+        return dt.is_integral(x.dtype) and _host_computable(x.value)
+    return False
+
+
+def _floordiv(a: int, b: int) -> int:
+    return a // b
+
+
+def _truncdiv(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+_INT_OPS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "floordiv": _floordiv, "floormod": lambda a, b: a % b,
+    "truncdiv": _truncdiv, "div": _truncdiv,
+    "truncmod": lambda a, b: a - _truncdiv(a, b) * b,
+    "min": min, "max": max,
+}
+
+
+def evaluate_on_host(x: E.Expr, sizes: dict) -> int:
+    """The value of an integer expression of size Vars, given {Var: int}."""
+    if isinstance(x, E.Const):
+        return int(x.value)
+    if isinstance(x, E.Var):
+        return int(sizes[x])
+    if isinstance(x, E.Cast):
+        return evaluate_on_host(x.value, sizes)
+    return _INT_OPS[x.op](evaluate_on_host(x.a, sizes), evaluate_on_host(x.b, sizes))
+
+
+def _check_static_limits(extents: dict) -> None:
+    """Limits CUDA puts on every launch, checked now when the extents are constants."""
+    block = [extents.get(tag) for tag in BLOCK_TAGS]
+    if all(x is None or isinstance(x, E.Const) for x in block):
+        values = [1 if x is None else int(x.value) for x in block]
+        total = values[0] * values[1] * values[2]
+        if total > MAX_THREADS_PER_BLOCK:
+            raise BuildError(f"te.build: target 'cuda': {total} threads per block "
+                             f"(threadIdx x, y, z = {values}); CUDA allows at most "
+                             f"{MAX_THREADS_PER_BLOCK}")
+    for tags, limits in ((BLOCK_TAGS, MAX_BLOCK_EXTENT), (GRID_TAGS, MAX_GRID_EXTENT)):
+        for tag, limit in zip(tags, limits):
+            x = extents.get(tag)
+            if isinstance(x, E.Const) and int(x.value) > limit:
+                raise BuildError(f"te.build: target 'cuda': the loop bound to {tag} has "
+                                 f"extent {int(x.value)}; CUDA allows at most {limit}")

@@ -1,0 +1,335 @@
+"""Target 'cuda': CUDA C from loop IR, checked against numpy by running it on the CPU.
+
+No GPU here: CudaModule.emulator() compiles the generated source as C++ and runs every
+(block, thread) index in turn, which is exact for the kernels te generates (threads share no
+memory). Where nvcc is on PATH, te.build also compiles the source to PTX, so every source
+here is also checked by the CUDA compiler. Random inputs, odd sizes, splits that do not
+divide, symbolic sizes; and the schedules target 'cuda' refuses, with their messages.
+"""
+import shutil
+
+import numpy as np
+import pytest
+from helpers import np_softmax, rand_array, schedule_softmax_rows, softmax_graph
+
+import te
+from te.compute import expr as E
+from te.lower import ir
+
+HAS_NVCC = shutil.which("nvcc") is not None
+needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="nvcc (CUDA toolkit) is not on PATH")
+
+
+def bind(s, stage_tensor, axis, factor, outer="blockIdx.x", inner="threadIdx.x"):
+    o, i = s[stage_tensor].split(axis, factor=factor)
+    s[stage_tensor].bind(o, te.thread_axis(outer))
+    s[stage_tensor].bind(i, te.thread_axis(inner))
+    return o, i
+
+
+def run_emulated(mod, inputs, out_shapes, out_dtypes):
+    outs = [np.full(shape, np.nan if np.dtype(d).kind == "f" else 77, d)
+            for shape, d in zip(out_shapes, out_dtypes)]
+    mod.emulator()(*inputs, *outs)
+    return outs
+
+
+def test_elementwise_with_a_symbolic_size_and_a_tail_block():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: te.exp(A[i]) * B[i] - 0.5, name="C")
+    s = te.create_schedule(C.op)
+    bind(s, C, C.op.axis[0], 64)
+    mod = te.build(s, [A, B, C], target="cuda")
+    src = mod.get_source()
+    assert 'extern "C" __global__ void main_kernel0(const float* __restrict__ A, ' \
+           'const float* __restrict__ B, float* __restrict__ C, int n)' in src
+    assert "const int i_outer = ((int)blockIdx.x);" in src
+    assert "const int i_inner = ((int)threadIdx.x);" in src
+    for size in (1, 63, 64, 1000):
+        a, b = rand_array((size,)), rand_array((size,))
+        (c,) = run_emulated(mod, [a, b], [(size,)], ["float32"])
+        np.testing.assert_allclose(c, np.exp(a) * b - 0.5, rtol=1e-6, atol=1e-6)
+    (c,) = run_emulated(mod, [np.zeros(0, "float32")] * 2, [(0,)], ["float32"])  # no launch
+    assert c.shape == (0,)
+
+
+def test_matmul_2d_grid_local_accumulator_and_unrolled_k_matches_llvm():
+    M, N, K = 67, 45, 33
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    by, bx, ty, tx = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 16)
+    for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"),
+                      (tx, "threadIdx.x")):
+        s[C].bind(axis, te.thread_axis(tag))
+    s[CL].compute_at(s[C], tx)
+    ko, ki = s[CL].split(CL.op.reduce_axis[0], factor=4)
+    s[CL].unroll(ki)
+    mod = te.build(s, [A, B, C], target="cuda")
+    assert "float C_local[1];" in mod.get_source()
+    a, b = rand_array((M, K)), rand_array((K, N))
+    (c,) = run_emulated(mod, [a, b], [(M, N)], ["float32"])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    # the same computation, unscheduled, on the CPU
+    s0 = te.create_schedule(C.op)
+    want = np.zeros((M, N), "float32")
+    te.build(s0, [A, B, C])(a, b, want)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_as_four_kernels_with_device_temporaries():
+    X, mx, ex, total, Y = softmax_graph(37, 29)
+    s = te.create_schedule(Y.op)
+    for T in (mx, total):
+        bind(s, T, T.op.axis[0], 16)
+    for T in (ex, Y):
+        bind(s, T, s[T].fuse(*T.op.axis), 128)
+    mod = te.build(s, [X, Y], target="cuda")
+    assert [k.name for k in mod.kernels] == [f"main_kernel{k}" for k in range(4)]
+    assert [t.name for t in mod.temporaries] == ["mx", "ex", "total"]
+    x = rand_array((37, 29))
+    (y,) = run_emulated(mod, [x], [(37, 29)], ["float32"])
+    np.testing.assert_allclose(y, np_softmax(x), rtol=1e-5, atol=1e-6)
+
+
+def test_one_row_per_thread_with_rfactor_compute_with_and_vectorized_loops():
+    # the CPU row schedule, its rows spread over threads: vectorized loops stay loops
+    graph = softmax_graph(50, 37)
+    X, Y = graph[0], graph[-1]
+    s = te.create_schedule(Y.op)
+    ro, ri = s[Y].split(Y.op.axis[0], factor=8)
+    s[Y].bind(ro, te.thread_axis("blockIdx.x"))
+    s[Y].bind(ri, te.thread_axis("threadIdx.x"))
+    schedule_softmax_rows(s, graph, ri, 8)
+    s[Y].vectorize(Y.op.axis[1])
+    mod = te.build(s, [X, Y], target="cuda")
+    assert "#pragma unroll" in mod.get_source()
+    x = rand_array((50, 37))
+    (y,) = run_emulated(mod, [x], [(50, 37)], ["float32"])
+    np.testing.assert_allclose(y, np_softmax(x), rtol=1e-5, atol=1e-6)
+
+
+def test_integer_arithmetic_follows_te_semantics():
+    n = 101
+    A = te.placeholder((n,), name="A", dtype="int32")
+    B = te.placeholder((n,), name="B", dtype="int32")
+    outs = [
+        te.compute((n,), lambda i: te.floordiv(A[i], B[i]), name="fdiv"),
+        te.compute((n,), lambda i: te.floormod(A[i], B[i]), name="fmod"),
+        te.compute((n,), lambda i: te.truncdiv(A[i], B[i]), name="tdiv"),
+        te.compute((n,), lambda i: te.truncmod(A[i], B[i]), name="tmod"),
+        te.compute((n,), lambda i: te.max(A[i], B[i]) - te.min(A[i], 3), name="mm"),
+        te.compute((n,), lambda i: te.if_then_else(A[i] > 0, A[i] * 7, -A[i]), name="sel"),
+        te.compute((n,), lambda i: (A[i] * 20).astype("int8") + 100, name="wrap8"),
+        te.compute((n,), lambda i: (A[i].astype("float64") / 4).astype("int64"), name="f2i"),
+    ]
+    s = te.create_schedule([t.op for t in outs])
+    for t in outs:
+        bind(s, t, t.op.axis[0], 32)
+    mod = te.build(s, [A, B] + outs, target="cuda")
+    rng = np.random.default_rng(5)
+    a = rng.integers(-50, 50, n).astype("int32")
+    b = rng.integers(1, 9, n).astype("int32") * rng.choice([-1, 1], n).astype("int32")
+    got = run_emulated(mod, [a, b], [(n,)] * len(outs), [t.dtype for t in outs])
+    want_cpu = [np.zeros(n, t.dtype) for t in outs]
+    te.build(te.create_schedule([t.op for t in outs]), [A, B] + outs)(a, b, *want_cpu)
+    trunc = (np.abs(a) // np.abs(b)) * np.sign(a) * np.sign(b)
+    want = [a // b, a % b, trunc, a - trunc * b, np.maximum(a, b) - np.minimum(a, 3),
+            np.where(a > 0, a * 7, -a), ((a * 20).astype("int8") + np.int8(100)),
+            np.trunc(a / 4).astype("int64")]
+    for t, g, w, cpu in zip(outs, got, want, want_cpu):
+        np.testing.assert_array_equal(g, w, err_msg=t.name)
+        np.testing.assert_array_equal(g, cpu, err_msg=t.name)
+
+
+def test_float64_math_intrinsics():
+    n = 77
+    A = te.placeholder((n,), name="A", dtype="float64")
+    C = te.compute((n,), lambda i: te.sqrt(te.abs(A[i])) + te.tanh(A[i]) * te.sigmoid(A[i])
+                   + te.floor(A[i] * 3) + te.round(A[i] * 2.5) + te.rsqrt(A[i] * A[i] + 1),
+                   name="C")
+    s = te.create_schedule(C.op)
+    bind(s, C, C.op.axis[0], 16)
+    mod = te.build(s, [A, C], target="cuda")
+    assert "sqrt(" in mod.get_source() and "sqrtf(" not in mod.get_source()
+    a = rand_array((n,), "float64") * 3
+    (c,) = run_emulated(mod, [a], [(n,)], ["float64"])
+    want = (np.sqrt(np.abs(a)) + np.tanh(a) / (1 + np.exp(-a)) + np.floor(a * 3)
+            + np.round(a * 2.5) + 1 / np.sqrt(a * a + 1))
+    np.testing.assert_allclose(c, want, rtol=1e-12)
+
+
+def test_loops_of_one_axis_with_different_extents_are_guarded():
+    # a hand-made function: the two branches bind threadIdx.x with extents 32 and 48
+    A = ir.Buffer("A", "float32", (E.const(48),), (E.const(1),), E.Var("A", "handle"))
+    i, j = E.Var("i"), E.Var("j")
+    flag = ir.Buffer("flag", "int32", (E.const(1),), (E.const(1),), E.Var("flag", "handle"))
+    body = ir.IfThenElse(
+        ir.Load("int32", flag, E.const(0)) > 0,
+        ir.For(i, E.const(0), E.const(32), ir.THREAD_BINDING,
+               ir.Store(A, i, E.const(1.0, "float32")), thread_tag="threadIdx.x"),
+        ir.For(j, E.const(0), E.const(48), ir.THREAD_BINDING,
+               ir.Store(A, j, E.const(2.0, "float32")), thread_tag="threadIdx.x"))
+    func = ir.PrimFunc("branches", (flag, A), (), body, {"output_params": ("A",)})
+    mod = te.build(func, target="cuda")
+    assert "if (((int)threadIdx.x) < 32) {" in mod.get_source()
+    for flag_value, want in ((1, [1.0] * 32 + [-5.0] * 16), (0, [2.0] * 48)):
+        out = np.full(48, -5.0, "float32")
+        mod.emulator()(np.array([flag_value], "int32"), out)
+        np.testing.assert_array_equal(out, want)
+
+
+@needs_nvcc
+def test_ptx_is_compiled_for_the_requested_architecture():
+    A = te.placeholder((300,), name="A")
+    C = te.compute((300,), lambda i: A[i] * 2, name="C")
+    s = te.create_schedule(C.op)
+    bind(s, C, C.op.axis[0], 128)
+    ptx = te.build(s, [A, C], target="cuda -arch=sm_80").get_source("ptx")
+    assert ".target sm_80" in ptx and ".entry main_kernel0" in ptx
+
+
+def _unbound():
+    A = te.placeholder((100,), name="A")
+    C = te.compute((100,), lambda i: A[i] + 1, name="C")
+    return A, C, te.create_schedule(C.op)
+
+
+def _nothing_bound():
+    A, C, s = _unbound()
+    return s, [A, C]
+
+
+def _shared_cache():
+    A, C, s = _unbound()
+    AS = s.cache_read(A, "shared", [C])
+    bo, _ = bind(s, C, C.op.axis[0], 32)
+    s[AS].compute_at(s[C], bo)
+    return s, [A, C]
+
+
+def _parallel():
+    A, C, s = _unbound()
+    o, i = s[C].split(C.op.axis[0], factor=10)
+    s[C].bind(o, te.thread_axis("blockIdx.x"))
+    s[C].parallel(i)
+    return s, [A, C]
+
+
+def _too_many_threads():
+    A = te.placeholder((64, 64), name="A")
+    C = te.compute((64, 64), lambda i, j: A[i, j] + 1, name="C")
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], te.thread_axis("threadIdx.y"))
+    s[C].bind(C.op.axis[1], te.thread_axis("threadIdx.x"))
+    return s, [A, C]
+
+
+def _threads_of_two_stages_in_one_kernel():
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] * 2, name="B")
+    C = te.compute((64,), lambda i: B[63 - i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    bo, _ = bind(s, C, C.op.axis[0], 64)
+    s[B].compute_at(s[C], bo)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    return s, [A, C]
+
+
+def _two_thread_nests_in_one_serial_loop():
+    # hand-made: for (t) { A[i] = t (threads i); B[j] = A[j] (threads j) }
+    bufs = [ir.Buffer(n, "float32", (E.const(32),), (E.const(1),), E.Var(n, "handle"))
+            for n in ("A", "B")]
+    t, i, j = E.Var("t"), E.Var("i"), E.Var("j")
+    nests = [ir.For(i, E.const(0), E.const(32), ir.THREAD_BINDING,
+                    ir.Store(bufs[0], i, t.astype("float32")), thread_tag="threadIdx.x"),
+             ir.For(j, E.const(0), E.const(32), ir.THREAD_BINDING,
+                    ir.Store(bufs[1], j, ir.Load("float32", bufs[0], 31 - j)),
+                    thread_tag="threadIdx.x")]
+    body = ir.For(t, E.const(0), E.const(4), ir.SERIAL, ir.SeqStmt(tuple(nests)))
+    return ir.PrimFunc("two_nests", tuple(bufs), (), body), None
+
+
+def _extent_from_a_loop():
+    A = te.placeholder((8, 8), name="A")
+    C = te.compute((8, 8), lambda i, j: A[i, j] + 1, name="C")
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[1], te.thread_axis("threadIdx.x"))
+    return s, [A, C]
+
+
+@pytest.mark.parametrize("make, message", [
+    (_nothing_bound, r"^te.build: target 'cuda': stage 'C' has no loop bound to a GPU "
+                     r"thread axis, so it would run on the host"),
+    (_shared_cache, r"stage 'A.shared' would be shared by the threads of a block \(scope "
+                    r"'shared'"),
+    (_parallel, r"loop 'i.inner' is parallel; on a GPU, bind it to a thread axis instead"),
+    (_too_many_threads, r"4096 threads per block \(threadIdx x, y, z = \[64, 64, 1\]\); CUDA "
+                        r"allows at most 1024"),
+    (_threads_of_two_stages_in_one_kernel, r"stage 'B' would be shared by the threads of a "
+                                           r"block \(scope 'global', computed inside the kernel "
+                                           r"above loops bound to threads\)"),
+    (_two_thread_nests_in_one_serial_loop, r"stages 'A' and 'B' both have loops bound to GPU "
+                                           r"threads inside one kernel; the second would read "
+                                           r"the first's results before other threads wrote "
+                                           r"them"),
+])
+def test_schedules_target_cuda_refuses_name_the_problem(make, message):
+    s, args = make()
+    with pytest.raises(te.BuildError, match=message):
+        te.build(s, args, target="cuda")
+
+
+def test_a_launch_extent_that_depends_on_a_loop_is_refused():
+    # hand-made: the threads of row i are i + 1
+    A = ir.Buffer("A", "float32", (E.const(64),), (E.const(1),), E.Var("A", "handle"))
+    i, j = E.Var("i"), E.Var("j")
+    body = ir.For(i, E.const(0), E.const(8), ir.SERIAL,
+                  ir.For(j, E.const(0), i + 1, ir.THREAD_BINDING,
+                         ir.Store(A, i * 8 + j, E.const(1.0, "float32")),
+                         thread_tag="threadIdx.x"))
+    func = ir.PrimFunc("triangle", (A,), (), body, {"output_params": ("A",)})
+    with pytest.raises(te.BuildError, match=r"the extent of the loop bound to threadIdx.x "
+                                            r"depends on loop variable\(s\) i, but a launch's "
+                                            r"size must be known before it starts"):
+        te.build(func, target="cuda")
+
+
+def test_an_unbound_outer_loop_runs_in_every_thread():
+    # i is not bound: every thread walks it, writing its own column j
+    s, args = _extent_from_a_loop()
+    mod = te.build(s, args, target="cuda")
+    a = rand_array((8, 8))
+    (c,) = run_emulated(mod, [a], [(8, 8)], ["float32"])
+    np.testing.assert_allclose(c, a + 1)
+
+
+@pytest.mark.parametrize("target, message", [
+    ("cuda -arch=80", r"^te.build: target option -arch: expected sm_XX such as sm_80, got "
+                      r"'80'$"),
+    ("cuda -mcpu=skylake", r"^te.build: unknown target option -mcpu for 'cuda' \(expected "
+                           r"-arch\)$"),
+])
+def test_bad_cuda_target_options(target, message):
+    A, C, s = _unbound()
+    bind(s, C, C.op.axis[0], 32)
+    with pytest.raises(te.BuildError, match=message):
+        te.build(s, [A, C], target=target)
+
+
+def test_a_function_lowered_for_the_cpu_with_vector_code_is_refused():
+    A, C, s = _unbound()
+    o, i = bind(s, C, C.op.axis[0], 20)
+    io, ii = s[C].split(i, factor=4)
+    s[C].vectorize(ii)
+    with pytest.raises(te.BuildError, match=r"the function holds vector code \(lowered for "
+                                            r"the CPU\)"):
+        te.build(te.lower(s, [A, C]), target="cuda")
+    a = rand_array((100,))
+    (c,) = run_emulated(te.build(s, [A, C], target="cuda"), [a], [(100,)], ["float32"])
+    np.testing.assert_allclose(c, a + 1)
