@@ -37,6 +37,7 @@ class CudaKernel:
     its temporaries; ("scalar", k) slots index the signature's size variables."""
     name: str
     params: tuple
+    uses_barriers: bool = False   # __syncthreads(): the emulator runs its threads at once
 
 
 @dataclass(frozen=True)

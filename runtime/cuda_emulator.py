@@ -1,8 +1,9 @@
-"""Runs CUDA C kernels on the CPU, one (block, thread) index after another, without a GPU.
+"""Runs CUDA C kernels on the CPU, to check them without a GPU; blocks run one at a time.
 
 Takes te's CUDA source and each kernel's C parameter types; gives EmulatorBackend, the
-interface of cuda.PycudaBackend over numpy copies. Exact for kernels whose threads share no
-memory (all te generates: no shared memory, no barriers). Imports numpy, runtime.errors.
+interface of cuda.PycudaBackend over numpy copies. A kernel without barriers runs its
+threads one after another; one with __syncthreads() runs a block's threads as pthreads,
+meeting at a real barrier, so shared-memory kernels are checked too. Imports numpy.
 """
 from __future__ import annotations
 
@@ -16,20 +17,27 @@ import numpy as np
 
 from .errors import RuntimeBuildError
 
+# A block's threads share __shared__ arrays as function statics: blocks run one at a time.
 PRELUDE = """\
 #include <math.h>
 #include <stdint.h>
+#include <pthread.h>
 struct te_dim3 { unsigned int x, y, z; };
-static te_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static thread_local te_dim3 threadIdx;
+static te_dim3 blockIdx, blockDim, gridDim;
+static pthread_barrier_t te_barrier;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __shared__ static
+#define __syncthreads() pthread_barrier_wait(&te_barrier)
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 """
 
+# One thread after another: for kernels without barriers.
 LAUNCHER = """\
-extern "C" void te_emulate_{name}(void** a, const unsigned int* d) {{
+extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
   gridDim = te_dim3{{d[0], d[1], d[2]}};
   blockDim = te_dim3{{d[3], d[4], d[5]}};
   for (unsigned int bz = 0; bz < d[2]; ++bz)
@@ -42,9 +50,56 @@ extern "C" void te_emulate_{name}(void** a, const unsigned int* d) {{
     threadIdx = te_dim3{{tx, ty, tz}};
     {name}({args});
   }}
+  return 0;
 }}
 """
 
+
+# A block's threads all at once (a pthread each), for kernels with __syncthreads().
+THREADED_LAUNCHER = """\
+struct te_thread_{name} {{ void** a; te_dim3 t; }};
+static void* te_thread_main_{name}(void* p) {{
+  te_thread_{name}* me = (te_thread_{name}*)p;
+  void** a = me->a;
+  threadIdx = me->t;
+  {name}({args});
+  return 0;
+}}
+extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
+  gridDim = te_dim3{{d[0], d[1], d[2]}};
+  blockDim = te_dim3{{d[3], d[4], d[5]}};
+  unsigned int n = d[3] * d[4] * d[5];
+  te_thread_{name}* work = new te_thread_{name}[n];
+  pthread_t* threads = new pthread_t[n];
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 1 << 20);
+  int failed = 0;
+  for (unsigned int bz = 0; bz < d[2] && !failed; ++bz)
+  for (unsigned int by = 0; by < d[1] && !failed; ++by)
+  for (unsigned int bx = 0; bx < d[0] && !failed; ++bx) {{
+    blockIdx = te_dim3{{bx, by, bz}};
+    pthread_barrier_init(&te_barrier, 0, n);
+    unsigned int started = 0;
+    for (unsigned int k = 0; k < n; ++k) {{
+      work[k].a = a;
+      work[k].t = te_dim3{{k % d[3], (k / d[3]) % d[4], k / (d[3] * d[4])}};
+      if (pthread_create(&threads[k], &attr, te_thread_main_{name}, &work[k]) != 0) {{
+        failed = 1;   /* the started threads would wait at the barrier for ever */
+        break;
+      }}
+      ++started;
+    }}
+    if (failed) {{ pthread_barrier_destroy(&te_barrier); break; }}
+    for (unsigned int k = 0; k < started; ++k) pthread_join(threads[k], 0);
+    pthread_barrier_destroy(&te_barrier);
+  }}
+  pthread_attr_destroy(&attr);
+  delete[] threads;
+  delete[] work;
+  return failed;
+}}
+"""
 
 class EmulatorBackend:
     """Device memory and launches on the CPU (see the module docstring)."""
@@ -59,13 +114,15 @@ class EmulatorBackend:
             types = param_types[kernel.name]
             args = ", ".join(f"({t})a[{k}]" if t.endswith("*") else f"*({t}*)a[{k}]"
                              for k, t in enumerate(types))
-            parts.append(LAUNCHER.format(name=kernel.name, args=args))
+            launcher = THREADED_LAUNCHER if kernel.uses_barriers else LAUNCHER
+            parts.append(launcher.format(name=kernel.name, args=args))
         self.types = param_types
         with tempfile.TemporaryDirectory(prefix="te_emulate_") as tmp:
             src, lib = os.path.join(tmp, "kernels.cpp"), os.path.join(tmp, "kernels.so")
             with open(src, "w") as handle:
                 handle.write("\n".join(parts))
-            command = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-o", lib, src, "-lm"]
+            command = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-pthread", "-o", lib,
+                       src, "-lm"]
             result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode != 0:
                 raise RuntimeBuildError(f"the CUDA emulator could not compile the kernels "
@@ -93,7 +150,9 @@ class EmulatorBackend:
         for k, p in enumerate(params):
             pointers[k] = p.ctypes.data
         dims = (ctypes.c_uint * 6)(*grid, *block)
-        self.launchers[name](pointers, dims)
+        if self.launchers[name](pointers, dims):
+            raise RuntimeError(f"the CUDA emulator could not start the {block} threads of a "
+                               f"block of kernel '{name}'")
 
     def synchronize(self) -> None:
         pass

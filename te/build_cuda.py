@@ -22,7 +22,8 @@ def build_cuda(func: ir.PrimFunc, signature: runtime.KernelSignature,
                arch: str | None) -> rt_cuda.CudaModule:
     plan = split_host_device(func)
     source = generate_cuda(func, plan)
-    kernels = tuple(rt_cuda.CudaKernel(k.name, k.params) for k in source.kernels)
+    kernels = tuple(rt_cuda.CudaKernel(k.name, k.params, k.uses_barriers)
+                    for k in source.kernels)
     temporaries = tuple(rt_cuda.CudaTemporary(b.name, b.dtype) for b, _ in plan.temporaries)
     ptx, missing = None, None
     if rt_cuda.find_nvcc() is None:

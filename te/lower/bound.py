@@ -3,7 +3,8 @@
 Takes a schedule's stages (with inlined bodies already substituted) and gives, for each
 stage, the Range of every root iteration variable and the extent of every leaf loop. A
 stage computed at a consumer's loop computes the region its readers touch inside that
-loop, found by symbolic interval analysis with the enclosing loops held fixed.
+loop, found by symbolic interval analysis with the enclosing loops held fixed (all but
+the threadIdx loops, for a stage in GPU shared memory).
 Imports te.compute, te.schedule (data only), arith.
 """
 from __future__ import annotations
@@ -103,6 +104,21 @@ def infer_bounds(stages: list, bodies: dict, readers: dict) -> dict:
     return result
 
 
+def thread_relaxed_loops(st: Stage, loops: list) -> set:
+    """The enclosing loops over which `st` is shared rather than per-iteration: a stage in
+    GPU shared memory is one per thread block, so it covers what all the block's threads
+    (its enclosing threadIdx loops) read, as in TVM."""
+    if st.scope != "shared":
+        return set()
+    out = set()
+    for stage, iv in loops:
+        attr = stage.iter_attrs.get(iv)
+        if attr is not None and attr.kind == "thread_binding" and \
+                attr.thread_tag.startswith("threadIdx"):
+            out.add(iv)
+    return out
+
+
 def _loop_range_map(loops: list, bounds: dict, fixed: set) -> dict:
     """Var -> (0, extent-1) for every loop not held fixed."""
     out = {}
@@ -117,7 +133,8 @@ def _loop_range_map(loops: list, bounds: dict, fixed: set) -> dict:
 def _attached_region(st: Stage, bodies: dict, readers: dict, bounds: dict,
                      ana: Analyzer) -> dict:
     fixed_loops = enclosing_loops(st)
-    fixed = {iv.var for _, iv in fixed_loops}
+    shared_by = thread_relaxed_loops(st, fixed_loops)
+    fixed = {iv.var for _, iv in fixed_loops if iv not in shared_by}
     _bind_const_loop_ranges(fixed_loops, bounds, ana)
     ndim = len(st.op.axis)
     lo: list = [None] * ndim

@@ -3,10 +3,12 @@
 Takes a lowered PrimFunc and its DevicePlan (device_split.py); gives CudaSource: the source
 text and, per kernel, its name and parameter list (which argument buffer, temporary or size
 variable goes in each slot). A loop bound to a thread axis becomes `const int i =
-threadIdx.x;` (guarded by `if (threadIdx.x < extent)` where loops of one axis have different
-extents); vectorized and unrolled loops become `#pragma unroll` loops; per-thread buffers
-become local arrays. The source compiles with nvcc, and as plain C++ after the prelude
-runtime/cuda_emulator.py supplies. Imports device_split.py, ir.py, te.compute.expr, te.dtype.
+threadIdx.x;` (guarded by `if (threadIdx.x < extent)` where the loop is shorter than its
+axis's launch); vectorized and unrolled loops become `#pragma unroll` loops; per-thread
+buffers become local arrays, shared ones `__shared__` arrays with `__syncthreads()` before
+and after each statement that fills them. The source compiles with nvcc, and as plain C++
+after the prelude runtime/cuda_emulator.py supplies. Imports device_split.py, ir.py,
+te.compute.expr, te.dtype and runtime.cuda (C types).
 """
 from __future__ import annotations
 
@@ -22,8 +24,7 @@ from .. import dtype as dt
 from ..compute import expr as E
 from ..errors import BuildError
 from . import ir
-from .device_split import DevicePlan, KernelPart
-from .visitor import stmt_children
+from .device_split import DevicePlan, KernelPart, stored_buffers
 
 # Floor division and modulo (Python's, te's floordiv/floormod) for any integer type; C's
 # `/` and `%` truncate toward zero.
@@ -59,6 +60,7 @@ class KernelSource:
     # ("buffer", k): the k-th of the function's arguments followed by its temporaries;
     # ("scalar", k): the k-th size variable. One entry per kernel parameter, in order.
     params: tuple
+    uses_barriers: bool = False
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class CudaSource:
 def generate_cuda(func: ir.PrimFunc, plan: DevicePlan) -> CudaSource:
     buffers = list(func.params) + [b for b, _ in plan.temporaries]
     order = {b.data: k for k, b in enumerate(buffers)}
-    parts, kernels = [PRELUDE], []
+    parts, kernels = [], []
     for part in plan.kernels:
         gen = _KernelGen(part)
         text, params = gen.kernel(sorted(part.buffers, key=lambda b: order[b.data]),
@@ -79,9 +81,12 @@ def generate_cuda(func: ir.PrimFunc, plan: DevicePlan) -> CudaSource:
         slots = [("buffer", order[b.data]) for b in sorted(part.buffers,
                                                            key=lambda b: order[b.data])]
         slots += [("scalar", func.scalar_params.index(v)) for v in part.scalars]
-        kernels.append(KernelSource(part.name, tuple(slots)))
+        kernels.append(KernelSource(part.name, tuple(slots), gen.uses_barriers))
         assert len(slots) == len(params)
-    return CudaSource("\n".join(parts), tuple(kernels))
+    text = "\n".join(parts)
+    if "te_floordiv<" in text or "te_floormod<" in text:
+        text = PRELUDE + "\n" + text
+    return CudaSource(text, tuple(kernels))
 
 
 VECTOR_CODE = ("te.build: target 'cuda': the function holds vector code (lowered for the "
@@ -104,7 +109,9 @@ class _KernelGen:
         self.part = part
         self.names: dict = {}
         self.taken: set = set(_RESERVED)
-        self.stored = _stored(part.body)
+        self.stored = stored_buffers(part.body)
+        self.uses_barriers = False
+        self.filling = False    # emitting a statement that fills shared memory
 
     def name(self, key, hint: str) -> str:
         got = self.names.get(key)
@@ -136,7 +143,20 @@ class _KernelGen:
     def stmt(self, s: ir.Stmt, depth: int) -> list:
         pad = "  " * depth
         if isinstance(s, ir.SeqStmt):
-            return [line for x in s.stmts for line in self.stmt(x, depth)]
+            lines: list = []
+            stmts = list(s.stmts)
+            for k, x in enumerate(stmts):
+                fill = self.part.is_shared_fill(x)
+                # one barrier before a run of fills (earlier readers are done with the old
+                # values) and one after it (every thread's part is written before any read)
+                if fill and (k == 0 or not self.part.is_shared_fill(stmts[k - 1])):
+                    self.barrier(lines, pad)
+                self.filling, outer = self.filling or fill, self.filling
+                lines += self.stmt(x, depth)
+                self.filling = outer
+                if fill and (k + 1 == len(stmts) or not self.part.is_shared_fill(stmts[k + 1])):
+                    self.barrier(lines, pad)
+            return lines
         if isinstance(s, ir.For):
             return self.loop(s, depth)
         if isinstance(s, ir.IfThenElse):
@@ -153,13 +173,21 @@ class _KernelGen:
                     f"{_bare(self.expr(s.value))};"]
         if isinstance(s, ir.Allocate):
             b = s.buffer
-            decl = f"{pad}  {c_type(b.dtype)} {self.buffer(b)}[{int(s.extent.value)}];"
+            shared = "__shared__ " if b.scope == "shared" else ""
+            decl = f"{pad}  {shared}{c_type(b.dtype)} {self.buffer(b)}[{int(s.extent.value)}];"
             return [f"{pad}{{", decl] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
         if isinstance(s, ir.Evaluate):
             if isinstance(s.value, ir.Prefetch):
                 return []
             return [f"{pad}{self.expr(s.value)};"]
         raise BuildError(f"te.build: target 'cuda' cannot generate {type(s).__name__}")
+
+    def barrier(self, lines: list, pad: str) -> None:
+        if self.filling:
+            return   # inside a fill: the barriers go around all of it
+        if not (lines and lines[-1].strip() == "__syncthreads();"):
+            lines.append(f"{pad}__syncthreads();")
+        self.uses_barriers = True
 
     def loop(self, s: ir.For, depth: int) -> list:
         pad = "  " * depth
@@ -171,12 +199,13 @@ class _KernelGen:
             value = index if _is_zero(s.min) else f"{self.expr(s.min)} + {index}"
             lines = [f"{pad}{{  // {s.loop_var.name}: {s.thread_tag}"]
             inner = depth + 1
-            if s.thread_tag in self.part.guarded:
+            guard = self.part.needs_guard(s)
+            if guard:
                 lines.append(f"{pad}  if ({index} < {_bare(self.expr(s.extent))}) {{")
                 inner += 1
             lines.append(f"{'  ' * inner}const {ctype} {var} = {value};")
             lines += self.stmt(s.body, inner)
-            if s.thread_tag in self.part.guarded:
+            if guard:
                 lines.append(f"{pad}  }}")
             return lines + [f"{pad}}}"]
         end = self.expr(s.extent) if _is_zero(s.min) else \
@@ -307,13 +336,3 @@ def _bare(text: str) -> str:
 
 def _is_zero(x: E.Expr) -> bool:
     return isinstance(x, E.Const) and x.value == 0
-
-
-def _stored(s: ir.Stmt) -> set:
-    found, stack = set(), [s]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ir.Store):
-            found.add(node.buffer.data)
-        stack.extend(stmt_children(node)[1])
-    return found

@@ -3,11 +3,11 @@
 Takes a lowered PrimFunc; gives a DevicePlan: the device temporaries the host allocates
 (global-scope Allocates at the top of the function), and one KernelPart per top-level nest,
 with the buffers and size variables it takes and its grid and block extents (expressions of
-the size variables, evaluated on the host at each call). Refuses, naming the loop or stage,
-what this code generator cannot make correct: a nest with no thread-bound loop, a parallel
-loop, an axis bound twice on one path, and storage that threads would have to share (scope
-'shared', or loops bound to threads inside a stage's storage), which needs barriers it
-does not insert. Imports ir.py, visitor.py, te.compute.expr and te.errors.
+the size variables, evaluated on the host at each call). Threads of a block share only
+'shared' buffers, with barriers around each fill (placed by codegen_cuda.py, checked here
+to be reached by every thread). Refuses, naming the loop or stage, what it cannot make
+correct: a nest with no thread-bound loop, a parallel loop, an axis bound twice on one path
+outside a shared fill, threads sharing other storage. Imports ir, visitor, te.compute.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from .. import dtype as dt
 from ..compute import expr as E
 from ..errors import BuildError
 from . import ir
+from .printer import print_expr
 from .visitor import stmt_children
 
 GRID_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -33,8 +34,17 @@ class KernelPart:
     body: ir.Stmt
     buffers: tuple       # Buffers the kernel reads or writes (arguments or temporaries)
     scalars: tuple       # size Vars the kernel uses
-    extents: dict        # thread tag -> extent Expr (max over the loops bound to it)
-    guarded: frozenset   # tags whose loops need `if (idx < extent)`: extents differ
+    extents: dict        # thread tag -> launch extent Expr (max over the loops bound to it)
+    shared: frozenset    # data Vars of the block's shared buffers
+
+    def needs_guard(self, loop: ir.For) -> bool:
+        """A loop shorter than its axis's launch extent runs on the first threads only."""
+        return not E.structural_equal(loop.extent, self.extents[loop.thread_tag])
+
+    def is_shared_fill(self, s: ir.Stmt) -> bool:
+        """A statement that stores only to shared buffers: barriers go around it."""
+        stored = stored_buffers(s)
+        return bool(stored) and stored <= self.shared
 
 
 @dataclass(frozen=True)
@@ -53,35 +63,41 @@ def split_host_device(func: ir.PrimFunc) -> DevicePlan:
         _require_host(extent, host_vars, f"the size of temporary '{buf.name}'")
     kernels = []
     for k, nest in enumerate(nests):
-        checker = _KernelChecker()
+        checker = _KernelChecker(_shared_buffers(nest))
         checker.visit(nest, ())
         if not checker.extents:
             raise BuildError(f"te.build: target 'cuda': stage '{_stage_name(nest)}' has no "
                              f"loop bound to a GPU thread axis, so it would run on the host; "
                              f"bind its outer loops with s[...].bind(axis, "
                              f"te.thread_axis('blockIdx.x')) and te.thread_axis('threadIdx.x')")
-        extents, guarded = {}, set()
-        for tag, exprs in checker.extents.items():
-            for x in exprs:
-                _require_host(x, host_vars, f"the extent of the loop bound to {tag}")
-            first = exprs[0]
-            if any(not E.structural_equal(first, x) for x in exprs[1:]):
-                guarded.add(tag)
-            extent = first
-            for x in exprs[1:]:
-                extent = E.binary("max", extent, x)
-            extents[tag] = extent
+        extents = {tag: _launch_extent(tag, exprs, host_vars)
+                   for tag, exprs in checker.extents.items()}
         _check_static_limits(extents)
-        buffers = [b for b in checker.buffers.values()]
-        for b in buffers:
+        for b in checker.buffers.values():
             if b.data not in known and b.data not in checker.local:
                 raise BuildError(f"te.build: target 'cuda': buffer '{b.name}' is neither an "
                                  f"argument nor a temporary of '{func.name}'")
-        scalars = [v for v in func.scalar_params if v in checker.vars]
-        kernels.append(KernelPart(f"{func.name}_kernel{k}", nest,
-                                  tuple(b for b in buffers if b.data not in checker.local),
-                                  tuple(scalars), extents, frozenset(guarded)))
+        part = KernelPart(f"{func.name}_kernel{k}", nest,
+                          tuple(b for b in checker.buffers.values()
+                                if b.data not in checker.local),
+                          tuple(v for v in func.scalar_params if v in checker.vars),
+                          extents, frozenset(checker.shared))
+        if part.shared:
+            _check_barriers(part, nest, set(), "")
+        kernels.append(part)
     return DevicePlan(tuple(temporaries), tuple(kernels))
+
+
+def _launch_extent(tag: str, exprs: list, host_vars: set) -> E.Expr:
+    for x in exprs:
+        _require_host(x, host_vars, f"the extent of the loop bound to {tag}")
+    if all(isinstance(x, E.Const) for x in exprs):
+        return max(exprs, key=lambda x: int(x.value))
+    extent = exprs[0]
+    for x in exprs[1:]:
+        if not E.structural_equal(extent, x):
+            extent = E.binary("max", extent, x)
+    return extent
 
 
 def _collect_top(s: ir.Stmt, temporaries: list, nests: list) -> None:
@@ -99,12 +115,18 @@ def _collect_top(s: ir.Stmt, temporaries: list, nests: list) -> None:
 
 
 class _KernelChecker:
-    """Walks one kernel nest: thread extents, buffers and variables it uses, and refusals."""
+    """Walks one kernel nest: thread extents, buffers and variables it uses, and refusals.
 
-    def __init__(self):
+    Threads of a block communicate only through shared buffers, filled by loops that store
+    nothing else (a "cooperative" loop may then reuse an axis bound further out: it runs
+    on the same threads); any other loop bound to threads inside a stage's storage, or two
+    such nests in one sequence, would need barriers this code generator does not place."""
+
+    def __init__(self, shared: set):
         self.extents: dict = {}   # tag -> [extent Expr]
         self.buffers: dict = {}   # data Var -> Buffer, first use first
         self.local: set = set()   # data Vars allocated inside the kernel
+        self.shared = shared      # ... of those, the block's shared buffers
         self.vars: set = set()
 
     def visit(self, s: ir.Stmt, bound: tuple) -> None:
@@ -114,40 +136,20 @@ class _KernelChecker:
                 raise BuildError(f"te.build: target 'cuda': loop '{s.loop_var.name}' is "
                                  f"parallel; on a GPU, bind it to a thread axis instead")
             if s.kind == ir.THREAD_BINDING:
-                if s.thread_tag not in GRID_TAGS + BLOCK_TAGS:
-                    raise BuildError(f"te.build: target 'cuda': loop '{s.loop_var.name}' is "
-                                     f"bound to '{s.thread_tag}', which target 'cuda' does not "
-                                     f"support yet (use blockIdx.* or threadIdx.*)")
-                for tag, name in bound:
-                    if tag == s.thread_tag:
-                        raise BuildError(f"te.build: target 'cuda': loop '{s.loop_var.name}' "
-                                         f"is bound to {tag} inside loop '{name}', which is "
-                                         f"bound to it too")
-                self.extents.setdefault(s.thread_tag, []).append(s.extent)
+                self._thread_loop(s, bound)
                 bound = bound + ((s.thread_tag, s.loop_var.name),)
         elif isinstance(s, ir.SeqStmt):
-            threaded = [x for x in s.stmts if _has_thread_loop(x)]
+            threaded = [x for x in s.stmts if self._private_thread_loop(x) is not None]
             if len(threaded) > 1:
                 a, b = (_stage_name(x) for x in threaded[:2])
                 raise BuildError(f"te.build: target 'cuda': stages '{a}' and '{b}' both have "
                                  f"loops bound to GPU threads inside one kernel; the second "
                                  f"would read the first's results before other threads wrote "
-                                 f"them (a barrier is needed, which target 'cuda' does not "
-                                 f"insert yet); compute_root the first stage and bind its "
-                                 f"own loops")
+                                 f"them (a barrier is needed, which target 'cuda' places only "
+                                 f"around stages in shared memory); compute_root the first "
+                                 f"stage and bind its own loops, or cache it in 'shared'")
         elif isinstance(s, ir.Allocate):
-            if s.buffer.scope == "shared" or _has_thread_loop(s.body):
-                raise BuildError(f"te.build: target 'cuda': stage '{s.buffer.name}' would be "
-                                 f"shared by the threads of a block (scope "
-                                 f"'{s.buffer.scope}', computed inside the kernel above loops "
-                                 f"bound to threads); shared memory and barriers are not "
-                                 f"supported by target 'cuda' yet: compute it at a loop "
-                                 f"bound to threadIdx (per-thread storage) or compute_root it")
-            if not isinstance(s.extent, E.Const):
-                raise BuildError(f"te.build: target 'cuda': per-thread buffer "
-                                 f"'{s.buffer.name}' needs a constant size, got "
-                                 f"{s.extent}")
-            self.local.add(s.buffer.data)
+            self._allocate(s, bound)
         elif isinstance(s, (ir.ProducerStore, ir.ProducerRealize)):
             raise BuildError("te.build: target 'cuda' needs a flattened function (te.lower)")
         if isinstance(s, ir.Store):
@@ -158,6 +160,49 @@ class _KernelChecker:
         for x in stmts:
             self.visit(x, bound)
 
+    def _thread_loop(self, s: ir.For, bound: tuple) -> None:
+        if s.thread_tag not in GRID_TAGS + BLOCK_TAGS:
+            raise BuildError(f"te.build: target 'cuda': loop '{s.loop_var.name}' is bound to "
+                             f"'{s.thread_tag}', which target 'cuda' does not support yet "
+                             f"(use blockIdx.* or threadIdx.*)")
+        if not (s.thread_tag in BLOCK_TAGS and self._cooperative(s)):
+            _refuse_reused_axis(s, bound)
+        self.extents.setdefault(s.thread_tag, []).append(s.extent)
+
+    def _allocate(self, s: ir.Allocate, bound: tuple) -> None:
+        if s.buffer.scope not in ("shared", "local", "global"):
+            raise BuildError(f"te.build: target 'cuda' does not support scope "
+                             f"'{s.buffer.scope}' (buffer '{s.buffer.name}') yet")
+        inner = self._private_thread_loop(s.body)
+        if s.buffer.scope != "shared" and inner is not None:
+            _refuse_reused_axis(inner, bound)   # the more precise complaint first
+            raise BuildError(f"te.build: target 'cuda': stage '{s.buffer.name}' would be "
+                             f"shared by the threads of a block (scope '{s.buffer.scope}', "
+                             f"computed inside the kernel above loops bound to threads); "
+                             f"cache it with scope 'shared' (s.cache_read(..., 'shared', "
+                             f"...)), compute it at a loop bound to threadIdx (per-thread "
+                             f"storage), or compute_root it")
+        if not isinstance(s.extent, E.Const):
+            raise BuildError(f"te.build: target 'cuda': buffer '{s.buffer.name}' "
+                             f"(scope '{s.buffer.scope}') needs a constant size, got "
+                             f"{print_expr(s.extent)}")
+        self.local.add(s.buffer.data)
+
+    def _cooperative(self, s: ir.Stmt) -> bool:
+        stored = stored_buffers(s)
+        return bool(stored) and stored <= self.shared
+
+    def _private_thread_loop(self, s: ir.Stmt):
+        """The first loop in `s` bound to threads that is not a shared-memory fill, or None."""
+        if isinstance(s, ir.For) and s.kind == ir.THREAD_BINDING and \
+                not self._cooperative(s):
+            return s
+        for x in stmt_children(s)[1]:
+            found = self._private_thread_loop(x)
+            if found is not None:
+                return found
+        return None
+
     def _visit_expr(self, e) -> None:
         if isinstance(e, ir.Load):
             self.buffers.setdefault(e.buffer.data, e.buffer)
@@ -165,10 +210,65 @@ class _KernelChecker:
             self.vars.add(e)
 
 
-def _has_thread_loop(s: ir.Stmt) -> bool:
-    if isinstance(s, ir.For) and s.kind == ir.THREAD_BINDING:
-        return True
-    return any(_has_thread_loop(x) for x in stmt_children(s)[1])
+def _refuse_reused_axis(loop: ir.For, bound: tuple) -> None:
+    for tag, name in bound:
+        if tag == loop.thread_tag:
+            raise BuildError(f"te.build: target 'cuda': loop '{loop.loop_var.name}' is bound "
+                             f"to {tag} inside loop '{name}', which is bound to it too (only a "
+                             f"stage in shared memory may reuse a thread axis)")
+
+
+def _check_barriers(part: KernelPart, s: ir.Stmt, thread_vars: set, divergent: str) -> None:
+    """Every thread of a block must reach each barrier (around a shared fill): none may sit
+    under a condition, a guarded thread loop, or a loop whose trip count varies by thread.
+    `divergent` names what makes the current position thread-dependent ("" if nothing)."""
+    if isinstance(s, ir.SeqStmt):
+        for x in s.stmts:
+            if not part.is_shared_fill(x):
+                _check_barriers(part, x, thread_vars, divergent)
+            elif divergent:   # no barrier goes inside a fill: only around it
+                raise BuildError(f"te.build: target 'cuda': the barrier around shared stage "
+                                 f"'{_stage_name(x)}' would sit under {divergent}, which not "
+                                 f"every thread of the block reaches; give the loops bound "
+                                 f"to one thread axis the same extent, and split so that the "
+                                 f"shared stage's attach loop needs no bound check")
+        return
+    def varies(x) -> bool:   # differs between the threads of one block
+        return any(v in thread_vars for v in E.free_vars(x))
+    if isinstance(s, ir.For):
+        if s.kind == ir.THREAD_BINDING and s.thread_tag in BLOCK_TAGS:
+            if part.needs_guard(s) and not divergent:
+                divergent = f"the guard of loop '{s.loop_var.name}' ({s.thread_tag})"
+            thread_vars = thread_vars | {s.loop_var}
+        elif not divergent and (varies(s.min) or varies(s.extent)):
+            divergent = f"loop '{s.loop_var.name}', whose extent differs between threads"
+    elif isinstance(s, ir.IfThenElse) and not divergent and varies(s.cond):
+        divergent = f"the condition ({print_expr(s.cond)})"
+    elif isinstance(s, ir.LetStmt) and varies(s.value):
+        thread_vars = thread_vars | {s.var}
+    for x in stmt_children(s)[1]:
+        _check_barriers(part, x, thread_vars, divergent)
+
+
+def stored_buffers(s: ir.Stmt) -> set:
+    """The data Vars of every buffer that `s` stores to."""
+    found, stack = set(), [s]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ir.Store):
+            found.add(node.buffer.data)
+        stack.extend(stmt_children(node)[1])
+    return found
+
+
+def _shared_buffers(s: ir.Stmt) -> set:
+    found, stack = set(), [s]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ir.Allocate) and node.buffer.scope == "shared":
+            found.add(node.buffer.data)
+        stack.extend(stmt_children(node)[1])
+    return found
 
 
 def _stage_name(s: ir.Stmt) -> str:
@@ -190,8 +290,8 @@ def _require_host(x: E.Expr, host_vars: set, what: str) -> None:
                          f"before it starts (bind loops whose extents are fixed or size "
                          f"variables)")
     if not _host_computable(x):
-        raise BuildError(f"te.build: target 'cuda': {what} ({x}) cannot be computed on the "
-                         f"host")
+        raise BuildError(f"te.build: target 'cuda': {what} ({print_expr(x)}) cannot be "
+                         f"computed on the host")
 
 
 def _host_computable(x: E.Expr) -> bool:

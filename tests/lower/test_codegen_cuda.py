@@ -47,6 +47,7 @@ def test_elementwise_with_a_symbolic_size_and_a_tail_block():
            'const float* __restrict__ B, float* __restrict__ C, int n)' in src
     assert "const int i_outer = ((int)blockIdx.x);" in src
     assert "const int i_inner = ((int)threadIdx.x);" in src
+    assert "te_floordiv" not in src   # the helpers come only where a kernel uses them
     for size in (1, 63, 64, 1000):
         a, b = rand_array((size,)), rand_array((size,))
         (c,) = run_emulated(mod, [a, b], [(size,)], ["float32"])
@@ -205,11 +206,56 @@ def _nothing_bound():
     return s, [A, C]
 
 
-def _shared_cache():
-    A, C, s = _unbound()
+def _fill_wider_than_the_computing_threads():
+    # 8x8 threads compute a tile, the 8x16 and 16x8 fills ask for 16x16: the computing
+    # threads are guarded, and the barriers inside their loops would be too
+    return _shared_matmul(32, 32, 32, 8, 16, True)
+
+
+def test_a_block_level_fill_may_use_more_threads_than_the_computation():
+    # 16 threads compute, the shared stage's fill (at the block loop, outside them) uses 32
+    A = te.placeholder((64,), name="A")
+    C = te.compute((64,), lambda i: A[i] + A[(i + 16) % 64], name="C")
+    s = te.create_schedule(C.op)
     AS = s.cache_read(A, "shared", [C])
-    bo, _ = bind(s, C, C.op.axis[0], 32)
+    bo, _ = bind(s, C, C.op.axis[0], 16)
     s[AS].compute_at(s[C], bo)
+    s[AS].bind(s[AS].split(AS.op.axis[0], factor=32)[1], te.thread_axis("threadIdx.x"))
+    mod = te.build(s, [A, C], target="cuda")
+    assert "if (((int)threadIdx.x) < 16) {" in mod.get_source()
+    a = rand_array((64,))
+    (c,) = run_emulated(mod, [a], [(64,)], ["float32"])
+    np.testing.assert_allclose(c, a + np.roll(a, -16), rtol=1e-6)
+
+
+def _fill_under_a_thread_condition():
+    # hand-made: threads i < 16 fill S and read it reversed; the barrier would deadlock
+    A, B = (ir.Buffer(n, "float32", (E.const(32),), (E.const(1),), E.Var(n, "handle"))
+            for n in ("A", "B"))
+    S = ir.Buffer("S", "float32", (E.const(32),), (E.const(1),), E.Var("S", "handle"),
+                  scope="shared")
+    i = E.Var("i")
+    body = ir.For(i, E.const(0), E.const(32), ir.THREAD_BINDING, ir.Allocate(
+        S, E.const(32), ir.IfThenElse(i < 16, ir.SeqStmt((
+            ir.Store(S, i, ir.Load("float32", A, i)),
+            ir.Store(B, i, ir.Load("float32", S, 15 - i)))))), thread_tag="threadIdx.x")
+    return ir.PrimFunc("divergent", (A, B), (), body), None
+
+
+def _vthread():
+    A, C, s = _unbound()
+    bind(s, C, C.op.axis[0], 10, inner="vthread")
+    return s, [A, C]
+
+
+def _local_stage_reusing_a_thread_axis():
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] * 2, name="B")
+    C = te.compute((64,), lambda i: B[i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    _, ti = bind(s, C, C.op.axis[0], 16)
+    s[B].compute_at(s[C], ti)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
     return s, [A, C]
 
 
@@ -266,8 +312,17 @@ def _extent_from_a_loop():
 @pytest.mark.parametrize("make, message", [
     (_nothing_bound, r"^te.build: target 'cuda': stage 'C' has no loop bound to a GPU "
                      r"thread axis, so it would run on the host"),
-    (_shared_cache, r"stage 'A.shared' would be shared by the threads of a block \(scope "
-                    r"'shared'"),
+    (_fill_wider_than_the_computing_threads,
+     r"the barrier around shared stage 'A.shared' would sit under the guard of loop 'i.inner' "
+     r"\(threadIdx.y\), which not every thread of the block reaches"),
+    (_fill_under_a_thread_condition, r"the barrier around shared stage 'S' would sit under the "
+                                     r"condition \(i < 16\), which not every thread of the "
+                                     r"block reaches"),
+    (_vthread, r"loop 'i.inner' is bound to 'vthread', which target 'cuda' does not support "
+               r"yet \(use blockIdx.\* or threadIdx.\*\)"),
+    (_local_stage_reusing_a_thread_axis, r"loop 'i' is bound to threadIdx.x inside loop "
+                                         r"'i.inner', which is bound to it too \(only a stage "
+                                         r"in shared memory may reuse a thread axis\)"),
     (_parallel, r"loop 'i.inner' is parallel; on a GPU, bind it to a thread axis instead"),
     (_too_many_threads, r"4096 threads per block \(threadIdx x, y, z = \[64, 64, 1\]\); CUDA "
                         r"allows at most 1024"),
@@ -298,6 +353,61 @@ def test_a_launch_extent_that_depends_on_a_loop_is_refused():
                                             r"depends on loop variable\(s\) i, but a launch's "
                                             r"size must be known before it starts"):
         te.build(func, target="cuda")
+
+
+def _shared_matmul(M, N, K, tile, k_split, bind_fill):
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
+    CL = s.cache_write(C, "local")
+    by, bx, ty, tx = s[C].tile(C.op.axis[0], C.op.axis[1], tile, tile)
+    for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"),
+                      (tx, "threadIdx.x")):
+        s[C].bind(axis, te.thread_axis(tag))
+    s[CL].compute_at(s[C], tx)
+    ko, _ = s[CL].split(CL.op.reduce_axis[0], factor=k_split)
+    for T in (AA, BB):
+        s[T].compute_at(s[CL], ko)
+        if bind_fill:   # each thread of the block fetches one element
+            s[T].bind(T.op.axis[0], te.thread_axis("threadIdx.y"))
+            s[T].bind(T.op.axis[1], te.thread_axis("threadIdx.x"))
+    return s, [A, B, C]
+
+
+@pytest.mark.parametrize("M, N, K, tile, k_split, bind_fill", [
+    (64, 48, 32, 16, 16, True),      # the classic tutorial tiling, sizes that divide
+    (37, 45, 33, 8, 8, True),        # tail blocks and a tail k step
+    (37, 45, 33, 8, 4, False),       # every thread fetches the whole tile
+])
+def test_shared_memory_matmul_with_barriers(M, N, K, tile, k_split, bind_fill):
+    s, args = _shared_matmul(M, N, K, tile, k_split, bind_fill)
+    text = str(te.lower(s, args))
+    assert f"allocate A.shared[float32 * {tile * k_split}] scope=shared" in text  # whole tile
+    mod = te.build(s, args, target="cuda")
+    src = mod.get_source()
+    assert f"__shared__ float A_shared[{tile * k_split}];" in src
+    # a barrier before and after each fill (the k loop's tail step has fills of its own)
+    assert src.count("__syncthreads();") == 2 * src.count("__shared__ float")
+    assert mod.kernels[0].uses_barriers
+    a, b = rand_array((M, K)), rand_array((K, N))
+    (c,) = run_emulated(mod, [a, b], [(M, N)], ["float32"])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_shared_stage_at_block_level_is_fetched_by_every_thread():
+    A = te.placeholder((100,), name="A")
+    C = te.compute((100,), lambda i: A[i] * A[99 - i], name="C")
+    s = te.create_schedule(C.op)
+    AS = s.cache_read(A, "shared", [C])
+    bo, _ = bind(s, C, C.op.axis[0], 32)
+    s[AS].compute_at(s[C], bo)
+    mod = te.build(s, [A, C], target="cuda")
+    a = rand_array((100,))
+    (c,) = run_emulated(mod, [a], [(100,)], ["float32"])
+    np.testing.assert_allclose(c, a * a[::-1], rtol=1e-6)
 
 
 def test_an_unbound_outer_loop_runs_in_every_thread():
