@@ -27,6 +27,8 @@ C_TYPES = {"float32": "float", "float64": "double", "int8": "signed char", "int1
            "uint16": "unsigned short", "uint32": "unsigned int",
            "uint64": "unsigned long long", "bool": "bool"}
 MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
 DEFAULT_ARCH = "sm_75"   # the oldest architecture nvcc 13 compiles for; PTX runs on newer
 NVCC_TIMEOUT_S = 120
 
@@ -100,9 +102,9 @@ class CudaModule:
         return self.signature.name
 
     def emulator(self) -> "CudaModule":
-        """This module running its CUDA C on the CPU, one thread after another: for checking
-        results where there is no GPU (slow; kernels whose threads share memory through
-        barriers are not supported by the code generator anyway)."""
+        """This module running its CUDA C on the CPU (cuda_emulator.py), block after block:
+        for checking results where there is no GPU. Slow; a race between threads of a
+        kernel without barriers cannot show, as its threads run one after another."""
         from .cuda_emulator import EmulatorBackend
         backend = EmulatorBackend(self.source, self.kernels, self._param_types())
         return CudaModule(self.signature, self.source, self.kernels, self.temporaries,
@@ -112,13 +114,15 @@ class CudaModule:
         arrays, sizes = self._check(args)
         backend = self._get_backend()
         handles, temps, launches = self._upload(backend, arrays, sizes)
-        for launch in launches:
-            launch()
-        backend.synchronize()
-        for k, arg in enumerate(self.signature.args):
-            if arg.output:
-                backend.download(handles[k], arrays[k])
-        backend.release(handles + temps)
+        try:
+            for launch in launches:
+                launch()
+            backend.synchronize()
+            for k, arg in enumerate(self.signature.args):
+                if arg.output:
+                    backend.download(handles[k], arrays[k])
+        finally:
+            backend.release(handles + temps)
 
     def time_evaluator(self, func_name: str | None = None, dev: Any = None, number: int = 10,
                        repeat: int = 3, min_repeat_ms: float = 0) -> Callable[..., TimeResult]:
@@ -178,9 +182,15 @@ class CudaModule:
         counts, dims = self.launch_plan(sizes)
         for kernel, (grid, block) in zip(self.kernels, dims):
             _check_launch(self.entry_name, kernel.name, grid, block)
-        handles = [backend.upload(a) for a in arrays]
-        temps = [backend.empty(max(0, n) * np.dtype(t.dtype).itemsize)
-                 for t, n in zip(self.temporaries, counts)]
+        handles: list = []
+        temps: list = []
+        try:
+            handles += [backend.upload(a) for a in arrays]
+            temps += [backend.empty(max(0, n) * np.dtype(t.dtype).itemsize)
+                      for t, n in zip(self.temporaries, counts)]
+        except BaseException:
+            backend.release(handles + temps)
+            raise
         buffers = handles + temps
         scalar_dtypes = [s.dtype for s in self.signature.scalars]
         launches = []
@@ -208,9 +218,10 @@ def _check_launch(entry: str, kernel: str, grid: tuple, block: tuple) -> None:
         raise RuntimeError(f"kernel '{entry}' ({kernel}): {threads} threads per block "
                            f"(block {tuple(block)}); CUDA allows at most "
                            f"{MAX_THREADS_PER_BLOCK}")
-    if grid[1] > 65535 or grid[2] > 65535 or grid[0] > 2**31 - 1:
-        raise RuntimeError(f"kernel '{entry}' ({kernel}): grid {tuple(grid)} exceeds CUDA's "
-                           f"limits (2^31-1, 65535, 65535)")
+    for what, dims, limits in (("block", block, MAX_BLOCK), ("grid", grid, MAX_GRID)):
+        if any(d > limit for d, limit in zip(dims, limits)):
+            raise RuntimeError(f"kernel '{entry}' ({kernel}): {what} {tuple(dims)} exceeds "
+                               f"CUDA's limits {limits}")
 
 
 class PycudaBackend:

@@ -2,13 +2,14 @@
 
 Takes te's CUDA source and each kernel's C parameter types; gives EmulatorBackend, the
 interface of cuda.PycudaBackend over numpy copies. A kernel without barriers runs its
-threads one after another; one with __syncthreads() runs a block's threads as pthreads,
-meeting at a real barrier, so shared-memory kernels are checked too. Imports numpy.
+threads one after another (a race between them cannot show); one with __syncthreads() runs
+a block's threads as pthreads meeting at a real barrier, over NaN-poisoned shared memory.
 """
 from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -22,6 +23,7 @@ PRELUDE = """\
 #include <math.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <string.h>
 struct te_dim3 { unsigned int x, y, z; };
 static thread_local te_dim3 threadIdx;
 static te_dim3 blockIdx, blockDim, gridDim;
@@ -29,8 +31,23 @@ static pthread_barrier_t te_barrier;
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __shared__ static
 #define __syncthreads() pthread_barrier_wait(&te_barrier)
+/* Each __shared__ array registers once; before every block they are all filled with 0xFF
+   bytes (NaN as float), so a read of shared memory no thread of the block wrote shows. */
+static void* te_shared_ptr[256];
+static unsigned long te_shared_size[256];
+static int te_shared_count;
+static bool te_register_shared(void* p, unsigned long n) {
+  memset(p, 0xFF, n);
+  if (te_shared_count < 256) {
+    te_shared_ptr[te_shared_count] = p;
+    te_shared_size[te_shared_count++] = n;
+  }
+  return true;
+}
+static void te_poison_shared() {
+  for (int k = 0; k < te_shared_count; ++k) memset(te_shared_ptr[k], 0xFF, te_shared_size[k]);
+}
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 """
@@ -42,13 +59,15 @@ extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
   blockDim = te_dim3{{d[3], d[4], d[5]}};
   for (unsigned int bz = 0; bz < d[2]; ++bz)
   for (unsigned int by = 0; by < d[1]; ++by)
-  for (unsigned int bx = 0; bx < d[0]; ++bx)
+  for (unsigned int bx = 0; bx < d[0]; ++bx) {{
+  te_poison_shared();
   for (unsigned int tz = 0; tz < d[5]; ++tz)
   for (unsigned int ty = 0; ty < d[4]; ++ty)
   for (unsigned int tx = 0; tx < d[3]; ++tx) {{
     blockIdx = te_dim3{{bx, by, bz}};
     threadIdx = te_dim3{{tx, ty, tz}};
     {name}({args});
+  }}
   }}
   return 0;
 }}
@@ -73,12 +92,13 @@ extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
   pthread_t* threads = new pthread_t[n];
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 1 << 20);
+  pthread_attr_setstacksize(&attr, 4 << 20);   /* te allows 512 KiB of per-thread arrays */
   int failed = 0;
   for (unsigned int bz = 0; bz < d[2] && !failed; ++bz)
   for (unsigned int by = 0; by < d[1] && !failed; ++by)
   for (unsigned int bx = 0; bx < d[0] && !failed; ++bx) {{
     blockIdx = te_dim3{{bx, by, bz}};
+    te_poison_shared();
     pthread_barrier_init(&te_barrier, 0, n);
     unsigned int started = 0;
     for (unsigned int k = 0; k < n; ++k) {{
@@ -109,7 +129,7 @@ class EmulatorBackend:
         if compiler is None:
             raise RuntimeBuildError("the CUDA emulator needs a C++ compiler (c++ or g++) "
                                     "on PATH")
-        parts = [PRELUDE, source]
+        parts = [PRELUDE, _register_shared_arrays(source)]
         for kernel in kernels:
             types = param_types[kernel.name]
             args = ", ".join(f"({t})a[{k}]" if t.endswith("*") else f"*({t}*)a[{k}]"
@@ -136,8 +156,8 @@ class EmulatorBackend:
         return np.array(array, copy=True)
 
     def empty(self, nbytes: int) -> np.ndarray:
-        # NaN-like garbage, so a kernel that reads a temporary before writing it shows
-        return np.full(max(1, nbytes), 0xA5, np.uint8)
+        # NaN as float (-1 as int), so a kernel that reads a temporary before writing it shows
+        return np.full(max(1, nbytes), 0xFF, np.uint8)
 
     def download(self, handle: np.ndarray, array: np.ndarray) -> None:
         array.reshape(-1).view(np.uint8)[:] = handle.reshape(-1).view(np.uint8)[:array.nbytes]
@@ -159,3 +179,15 @@ class EmulatorBackend:
 
     def release(self, handles: list) -> None:
         pass
+
+
+_SHARED_DECLARATION = re.compile(r"^(\s*)__shared__ (.+?) (\w+)\[(\d+)\];$", re.M)
+
+
+def _register_shared_arrays(source: str) -> str:
+    """`__shared__ T a[n];` -> a function-static array (one per process: blocks run one at a
+    time) that registers for poisoning once (C++ runs a static initializer once, safely
+    across threads)."""
+    return _SHARED_DECLARATION.sub(
+        r"\1static \2 \3[\4];\n\1static bool \3_te_registered = "
+        r"te_register_shared(\3, sizeof(\3)); (void)\3_te_registered;", source)

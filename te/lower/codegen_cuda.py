@@ -46,12 +46,21 @@ _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "
          "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
          "sin": "sin", "cos": "cos", "log2": "log2", "log10": "log10", "exp2": "exp2",
          "pow": "pow", "abs": "fabs"}
+# Names generated code must not take: C++ keywords, what CUDA and the emulator define, the
+# math functions and macros kernels call.
 _RESERVED = frozenset("""
-auto bool break case char const continue default do double else enum extern float for goto
-if inline int long register restrict return short signed sizeof static struct switch
-typedef union unsigned void volatile while class new delete this template typename true
-false namespace operator private public protected virtual friend using threadIdx blockIdx
-blockDim gridDim warpSize main""".split())
+alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+char32_t class compl concept const consteval constexpr constinit const_cast continue
+co_await co_return co_yield decltype default delete do double dynamic_cast else enum
+explicit export extern false float for friend goto if inline int long mutable namespace new
+noexcept not not_eq nullptr operator or or_eq private protected public register
+reinterpret_cast requires restrict return short signed sizeof static static_assert
+static_cast struct switch template this thread_local throw true try typedef typeid typename
+union unsigned using virtual void volatile wchar_t while xor xor_eq main
+threadIdx blockIdx blockDim gridDim warpSize dim3 min max abs
+NAN INFINITY NULL pthread_barrier_t""".split()) | {
+    name + suffix for name in list(_MATH.values()) + ["fmod", "floor", "trunc", "exp"]
+    for suffix in ("", "f")}
 
 
 @dataclass(frozen=True)
@@ -117,7 +126,7 @@ class _KernelGen:
         got = self.names.get(key)
         if got is None:
             base = re.sub(r"\W", "_", hint) or "v"
-            if base[0].isdigit() or base.startswith("te_"):
+            if base[0].isdigit() or base[0] == "_" or base.startswith(("te_", "pthread")):
                 base = "v_" + base
             got, k = base, 0
             while got in self.taken:

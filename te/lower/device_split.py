@@ -17,11 +17,13 @@ from .. import dtype as dt
 from ..compute import expr as E
 from ..errors import BuildError
 from . import ir
+from .device_sync import (BLOCK_TAGS, allocated_buffers, check_barriers, check_in_place_updates,
+                          check_memory_limits, fills_shared_only, stage_name, stored_buffers,
+                          updated_buffers)
 from .printer import print_expr
 from .visitor import stmt_children
 
 GRID_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-BLOCK_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_EXTENT = (1024, 1024, 64)
 MAX_GRID_EXTENT = (2**31 - 1, 65535, 65535)
@@ -36,6 +38,7 @@ class KernelPart:
     scalars: tuple       # size Vars the kernel uses
     extents: dict        # thread tag -> launch extent Expr (max over the loops bound to it)
     shared: frozenset    # data Vars of the block's shared buffers
+    updated: frozenset   # data Vars of the buffers (not per-thread) it updates in place
 
     def needs_guard(self, loop: ir.For) -> bool:
         """A loop shorter than its axis's launch extent runs on the first threads only."""
@@ -43,8 +46,7 @@ class KernelPart:
 
     def is_shared_fill(self, s: ir.Stmt) -> bool:
         """A statement that stores only to shared buffers: barriers go around it."""
-        stored = stored_buffers(s)
-        return bool(stored) and stored <= self.shared
+        return fills_shared_only(s, self.shared)
 
 
 @dataclass(frozen=True)
@@ -63,10 +65,15 @@ def split_host_device(func: ir.PrimFunc) -> DevicePlan:
         _require_host(extent, host_vars, f"the size of temporary '{buf.name}'")
     kernels = []
     for k, nest in enumerate(nests):
-        checker = _KernelChecker(_shared_buffers(nest))
+        name = f"{func.name}_kernel{k}"
+        checker = _KernelChecker(allocated_buffers(nest, "shared"))
         checker.visit(nest, ())
         if not checker.extents:
-            raise BuildError(f"te.build: target 'cuda': stage '{_stage_name(nest)}' has no "
+            if not any(isinstance(n, ir.For) for n in _loops(nest)):
+                raise BuildError(f"te.build: target 'cuda': stage '{stage_name(nest)}' has no "
+                                 f"loop (a 0-d result), so no thread can be bound to it; "
+                                 f"target 'cuda' cannot compute it yet")
+            raise BuildError(f"te.build: target 'cuda': stage '{stage_name(nest)}' has no "
                              f"loop bound to a GPU thread axis, so it would run on the host; "
                              f"bind its outer loops with s[...].bind(axis, "
                              f"te.thread_axis('blockIdx.x')) and te.thread_axis('threadIdx.x')")
@@ -77,13 +84,17 @@ def split_host_device(func: ir.PrimFunc) -> DevicePlan:
             if b.data not in known and b.data not in checker.local:
                 raise BuildError(f"te.build: target 'cuda': buffer '{b.name}' is neither an "
                                  f"argument nor a temporary of '{func.name}'")
-        part = KernelPart(f"{func.name}_kernel{k}", nest,
+        per_thread = checker.local - checker.shared
+        part = KernelPart(name, nest,
                           tuple(b for b in checker.buffers.values()
                                 if b.data not in checker.local),
                           tuple(v for v in func.scalar_params if v in checker.vars),
-                          extents, frozenset(checker.shared))
+                          extents, frozenset(checker.shared),
+                          frozenset(updated_buffers(nest) - per_thread))
+        check_memory_limits(name, nest)
         if part.shared:
-            _check_barriers(part, nest, set(), "")
+            check_barriers(part, nest)
+        check_in_place_updates(part, nest)
         kernels.append(part)
     return DevicePlan(tuple(temporaries), tuple(kernels))
 
@@ -108,6 +119,13 @@ def _collect_top(s: ir.Stmt, temporaries: list, nests: list) -> None:
     elif isinstance(s, ir.Allocate) and s.buffer.scope == "global":
         temporaries.append((s.buffer, s.extent))
         _collect_top(s.body, temporaries, nests)
+    elif isinstance(s, ir.Allocate):
+        where = ("per block: compute_at it inside the block's loops (below every loop bound "
+                 "to blockIdx)" if s.buffer.scope == "shared" else
+                 "per thread: compute_at it at a loop bound to threadIdx")
+        raise BuildError(f"te.build: target 'cuda': stage '{s.buffer.name}' has scope "
+                         f"'{s.buffer.scope}' but is computed at the root, outside every "
+                         f"kernel; that memory exists {where}, or use scope 'global'")
     elif isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Prefetch):
         pass  # a cache hint means nothing to a GPU
     else:
@@ -139,9 +157,13 @@ class _KernelChecker:
                 self._thread_loop(s, bound)
                 bound = bound + ((s.thread_tag, s.loop_var.name),)
         elif isinstance(s, ir.SeqStmt):
+            # parts of one stage (its init and update, or a loop split by partitioning)
+            # may follow each other: each thread reads only what it wrote
             threaded = [x for x in s.stmts if self._private_thread_loop(x) is not None]
-            if len(threaded) > 1:
-                a, b = (_stage_name(x) for x in threaded[:2])
+            stages = {frozenset(stored_buffers(x) - allocated_buffers(x) - self.shared): x
+                      for x in threaded}
+            if len(stages) > 1:
+                a, b = (stage_name(x) for x in list(stages.values())[:2])
                 raise BuildError(f"te.build: target 'cuda': stages '{a}' and '{b}' both have "
                                  f"loops bound to GPU threads inside one kernel; the second "
                                  f"would read the first's results before other threads wrote "
@@ -173,6 +195,8 @@ class _KernelChecker:
         if s.buffer.scope not in ("shared", "local", "global"):
             raise BuildError(f"te.build: target 'cuda' does not support scope "
                              f"'{s.buffer.scope}' (buffer '{s.buffer.name}') yet")
+        if s.buffer.scope == "shared":
+            self._shared_allocate(s)
         inner = self._private_thread_loop(s.body)
         if s.buffer.scope != "shared" and inner is not None:
             _refuse_reused_axis(inner, bound)   # the more precise complaint first
@@ -188,9 +212,24 @@ class _KernelChecker:
                              f"{print_expr(s.extent)}")
         self.local.add(s.buffer.data)
 
+    def _shared_allocate(self, s: ir.Allocate) -> None:
+        for node in _loops(s.body):
+            if node.kind == ir.THREAD_BINDING and node.thread_tag in GRID_TAGS:
+                raise BuildError(f"te.build: target 'cuda': shared stage '{s.buffer.name}' "
+                                 f"spans several blocks (loop '{node.loop_var.name}' inside "
+                                 f"it is bound to {node.thread_tag}), but shared memory "
+                                 f"belongs to one block; bind only threadIdx axes inside it")
+        outer = (stored_buffers(s.body) - allocated_buffers(s.body)) & self.shared
+        outer.discard(s.buffer.data)
+        if outer:
+            other = next(b for b in _buffers_of(s.body) if b.data in outer)
+            raise BuildError(f"te.build: target 'cuda': shared stage '{s.buffer.name}' is "
+                             f"computed inside the fill of shared stage '{other.name}'; the "
+                             f"barriers it needs would sit inside that fill: compute both at "
+                             f"the same loop")
+
     def _cooperative(self, s: ir.Stmt) -> bool:
-        stored = stored_buffers(s)
-        return bool(stored) and stored <= self.shared
+        return fills_shared_only(s, self.shared)
 
     def _private_thread_loop(self, s: ir.Stmt):
         """The first loop in `s` bound to threads that is not a shared-memory fill, or None."""
@@ -218,68 +257,23 @@ def _refuse_reused_axis(loop: ir.For, bound: tuple) -> None:
                              f"stage in shared memory may reuse a thread axis)")
 
 
-def _check_barriers(part: KernelPart, s: ir.Stmt, thread_vars: set, divergent: str) -> None:
-    """Every thread of a block must reach each barrier (around a shared fill): none may sit
-    under a condition, a guarded thread loop, or a loop whose trip count varies by thread.
-    `divergent` names what makes the current position thread-dependent ("" if nothing)."""
-    if isinstance(s, ir.SeqStmt):
-        for x in s.stmts:
-            if not part.is_shared_fill(x):
-                _check_barriers(part, x, thread_vars, divergent)
-            elif divergent:   # no barrier goes inside a fill: only around it
-                raise BuildError(f"te.build: target 'cuda': the barrier around shared stage "
-                                 f"'{_stage_name(x)}' would sit under {divergent}, which not "
-                                 f"every thread of the block reaches; give the loops bound "
-                                 f"to one thread axis the same extent, and split so that the "
-                                 f"shared stage's attach loop needs no bound check")
-        return
-    def varies(x) -> bool:   # differs between the threads of one block
-        return any(v in thread_vars for v in E.free_vars(x))
-    if isinstance(s, ir.For):
-        if s.kind == ir.THREAD_BINDING and s.thread_tag in BLOCK_TAGS:
-            if part.needs_guard(s) and not divergent:
-                divergent = f"the guard of loop '{s.loop_var.name}' ({s.thread_tag})"
-            thread_vars = thread_vars | {s.loop_var}
-        elif not divergent and (varies(s.min) or varies(s.extent)):
-            divergent = f"loop '{s.loop_var.name}', whose extent differs between threads"
-    elif isinstance(s, ir.IfThenElse) and not divergent and varies(s.cond):
-        divergent = f"the condition ({print_expr(s.cond)})"
-    elif isinstance(s, ir.LetStmt) and varies(s.value):
-        thread_vars = thread_vars | {s.var}
-    for x in stmt_children(s)[1]:
-        _check_barriers(part, x, thread_vars, divergent)
-
-
-def stored_buffers(s: ir.Stmt) -> set:
-    """The data Vars of every buffer that `s` stores to."""
-    found, stack = set(), [s]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ir.Store):
-            found.add(node.buffer.data)
-        stack.extend(stmt_children(node)[1])
-    return found
-
-
-def _shared_buffers(s: ir.Stmt) -> set:
-    found, stack = set(), [s]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ir.Allocate) and node.buffer.scope == "shared":
-            found.add(node.buffer.data)
-        stack.extend(stmt_children(node)[1])
-    return found
-
-
-def _stage_name(s: ir.Stmt) -> str:
-    """The name of the first buffer `s` stores to (the stage it computes)."""
+def _loops(s: ir.Stmt):
+    """Every For statement inside `s` (and `s` itself)."""
     stack = [s]
     while stack:
-        node = stack.pop(0)
-        if isinstance(node, ir.Store):
-            return node.buffer.name
+        node = stack.pop()
+        if isinstance(node, ir.For):
+            yield node
         stack.extend(stmt_children(node)[1])
-    return "?"
+
+
+def _buffers_of(s: ir.Stmt):
+    stack = [s]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ir.Store):
+            yield node.buffer
+        stack.extend(stmt_children(node)[1])
 
 
 def _require_host(x: E.Expr, host_vars: set, what: str) -> None:

@@ -1,10 +1,11 @@
 """Target 'cuda': CUDA C from loop IR, checked against numpy by running it on the CPU.
 
-No GPU here: CudaModule.emulator() compiles the generated source as C++ and runs every
-(block, thread) index in turn, which is exact for the kernels te generates (threads share no
-memory). Where nvcc is on PATH, te.build also compiles the source to PTX, so every source
-here is also checked by the CUDA compiler. Random inputs, odd sizes, splits that do not
-divide, symbolic sizes; and the schedules target 'cuda' refuses, with their messages.
+No GPU here: CudaModule.emulator() compiles the generated source as C++ and runs it block by
+block (a block's threads one after another, or as real threads meeting at a barrier when
+the kernel has __syncthreads, over NaN-poisoned shared memory). Where nvcc is on PATH,
+te.build also compiles the source to PTX, so the CUDA compiler checks every source too.
+Random inputs, odd sizes, splits that do not divide, symbolic sizes; and the schedules
+target 'cuda' refuses, with their messages.
 """
 import shutil
 
@@ -243,6 +244,61 @@ def _fill_under_a_thread_condition():
     return ir.PrimFunc("divergent", (A, B), (), body), None
 
 
+def _root_shared_stage():
+    # a block fills only its own part, then reads others' (found by review)
+    A, C, s = _unbound()
+    s.cache_read(A, "shared", [C])
+    bind(s, C, C.op.axis[0], 32)
+    return s, [A, C]
+
+
+def _shared_stage_spanning_blocks():
+    A = te.placeholder((8, 64), name="A")
+    C = te.compute((8, 64), lambda i, j: A[i, 63 - j] + 1, name="C")
+    s = te.create_schedule(C.op)
+    AS = s.cache_read(A, "shared", [C])
+    s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.y"))
+    bind(s, C, C.op.axis[1], 16)
+    s[AS].compute_at(s[C], C.op.axis[0])
+    bind(s, AS, AS.op.axis[1], 16)    # its outer loop on blockIdx.x: other blocks' part
+    return s, [A, C]
+
+
+def _shared_stage_inside_another_fill():
+    A = te.placeholder((64,), name="A")
+    C = te.compute((64,), lambda i: A[i] * 2, name="C")
+    s = te.create_schedule(C.op)
+    AS = s.cache_read(A, "shared", [C])
+    AS2 = s.cache_read(AS, "shared", [C])
+    bo, _ = bind(s, C, C.op.axis[0], 32)
+    s[AS2].compute_at(s[C], bo)
+    o2, i2 = s[AS2].split(AS2.op.axis[0], factor=32)
+    s[AS2].bind(i2, te.thread_axis("threadIdx.x"))
+    s[AS].compute_at(s[AS2], o2)
+    return s, [A, C]
+
+
+def _shared_reduction_run_by_every_thread():
+    A = te.placeholder((16, 30), name="A")
+    k = te.reduce_axis((0, 30), name="k")
+    C = te.compute((16,), lambda i: te.sum(A[i, k], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    CS = s.cache_write(C, "shared")
+    bo, _ = bind(s, C, C.op.axis[0], 16)
+    s[CS].compute_at(s[C], bo)
+    return s, [A, C]
+
+
+def _too_much_shared_memory():
+    A = te.placeholder((64, 640), name="A")
+    C = te.compute((64, 640), lambda i, j: A[i, 639 - j], name="C")
+    s = te.create_schedule(C.op)
+    AS = s.cache_read(A, "shared", [C])
+    bo, _ = bind(s, C, C.op.axis[0], 32)
+    s[AS].compute_at(s[C], bo)
+    return s, [A, C]
+
+
 def _vthread():
     A, C, s = _unbound()
     bind(s, C, C.op.axis[0], 10, inner="vthread")
@@ -319,6 +375,17 @@ def _extent_from_a_loop():
     (_fill_under_a_thread_condition, r"the barrier around shared stage 'S' would sit under the "
                                      r"condition \(i < 16\), which not every thread of the "
                                      r"block reaches"),
+    (_root_shared_stage, r"stage 'A.shared' has scope 'shared' but is computed at the root, "
+                         r"outside every kernel; that memory exists per block"),
+    (_shared_stage_spanning_blocks, r"shared stage 'A.shared' spans several blocks \(loop "
+                                    r"'j.outer' inside it is bound to blockIdx.x\)"),
+    (_shared_stage_inside_another_fill, r"shared stage 'A.shared' is computed inside the fill "
+                                        r"of shared stage 'A.shared.shared'"),
+    (_shared_reduction_run_by_every_thread, r"stage 'C.shared' is updated in place \(a "
+                                            r"reduction\), and the threads along threadIdx.x "
+                                            r"would all update the same elements at once"),
+    (_too_much_shared_memory, r"kernel 'main_kernel0' needs 81920 bytes of shared memory per "
+                              r"block; CUDA allows 49152"),
     (_vthread, r"loop 'i.inner' is bound to 'vthread', which target 'cuda' does not support "
                r"yet \(use blockIdx.\* or threadIdx.\*\)"),
     (_local_stage_reusing_a_thread_axis, r"loop 'i' is bound to threadIdx.x inside loop "
@@ -409,6 +476,75 @@ def test_a_shared_stage_at_block_level_is_fetched_by_every_thread():
     a = rand_array((100,))
     (c,) = run_emulated(mod, [a], [(100,)], ["float32"])
     np.testing.assert_allclose(c, a * a[::-1], rtol=1e-6)
+
+
+def test_one_stage_in_parts_inside_a_kernel_is_not_mistaken_for_two():
+    # found by review: a partitioned loop (1000 = 15 * 64 + 40), and a reduction whose k loop
+    # is outside the thread loop (init, then update), were refused as two stages
+    A = te.placeholder((4, 1000), name="A")
+    C = te.compute((4, 1000), lambda r, i: A[r, i] * 2, name="C")
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[C].bind(s[C].split(C.op.axis[1], factor=64)[1], te.thread_axis("threadIdx.x"))
+    a = rand_array((4, 1000))
+    (c,) = run_emulated(te.build(s, [A, C], target="cuda"), [a], [(4, 1000)], ["float32"])
+    np.testing.assert_allclose(c, a * 2)
+    k = te.reduce_axis((0, 30), name="k")
+    R = te.compute((64,), lambda i: te.sum(A[i % 4, k], axis=k), name="R")
+    s = te.create_schedule(R.op)
+    bo, ti = s[R].split(R.op.axis[0], factor=32)
+    s[R].reorder(bo, k, ti)
+    s[R].bind(bo, te.thread_axis("blockIdx.x"))
+    s[R].bind(ti, te.thread_axis("threadIdx.x"))
+    (r,) = run_emulated(te.build(s, [A, R], target="cuda"), [a], [(64,)], ["float32"])
+    np.testing.assert_allclose(r, a[np.arange(64) % 4, :30].sum(1), rtol=1e-5)
+
+
+def test_a_shared_tile_fetched_through_registers_gets_its_barriers():
+    # found by review: the fill also stores to a per-thread stage inside it
+    s, args = _shared_matmul(32, 32, 64, 8, 8, True)
+    A, B, C = args
+    AA = next(st.op.output(0) for st in s.stages if st.op.name == "A.shared")
+    AL = s.cache_read(A, "local", [AA])
+    s[AL].compute_at(s[AA], s[AA].leaf_iter_vars[-1])
+    mod = te.build(s, args, target="cuda")
+    assert mod.get_source().count("__syncthreads();") == 4
+    a, b = rand_array((32, 64)), rand_array((64, 32))
+    (c,) = run_emulated(mod, [a, b], [(32, 32)], ["float32"])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["and", "not", "try", "asm", "nullptr", "expf", "sqrt",
+                                  "NAN", "INFINITY", "threadIdx", "__x", "pthread_t"])
+def test_names_that_c_reserves_are_renamed(name):
+    A = te.placeholder((40,), name=name)
+    C = te.compute((40,), lambda i: te.exp(A[i]) + te.sqrt(te.abs(A[i])), name="C")
+    s = te.create_schedule(C.op)
+    o, i = s[C].split(C.op.axis[0], factor=16)
+    s[C].bind(o, te.thread_axis("blockIdx.x"))
+    s[C].bind(i, te.thread_axis("threadIdx.x"))
+    mod = te.build(s, [A, C], target="cuda")   # nvcc compiles it, where it is on PATH
+    a = rand_array((40,))
+    (c,) = run_emulated(mod, [a], [(40,)], ["float32"])
+    np.testing.assert_allclose(c, np.exp(a) + np.sqrt(np.abs(a)), rtol=1e-6)
+
+
+def test_the_emulator_poisons_shared_memory_no_thread_wrote():
+    # hand-made: threads fill S[0:16] only, then read S[i + 16]
+    A, B = (ir.Buffer(n, "float32", (E.const(32),), (E.const(1),), E.Var(n, "handle"))
+            for n in ("A", "B"))
+    S = ir.Buffer("S", "float32", (E.const(32),), (E.const(1),), E.Var("S", "handle"),
+                  scope="shared")
+    i = E.Var("i")
+    body = ir.For(i, E.const(0), E.const(16), ir.THREAD_BINDING, ir.Allocate(
+        S, E.const(32), ir.SeqStmt((
+            ir.Store(S, i, ir.Load("float32", A, i)),
+            ir.Store(B, i, ir.Load("float32", S, i + 16))))), thread_tag="threadIdx.x")
+    mod = te.build(ir.PrimFunc("half_filled", (A, B), (), body), target="cuda")
+    out = np.zeros(32, "float32")
+    for _ in range(2):    # the second call must not see the first call's values either
+        mod.emulator()(rand_array((32,)), out)
+        assert np.isnan(out[:16]).all()
 
 
 def test_an_unbound_outer_loop_runs_in_every_thread():

@@ -68,6 +68,18 @@ def test_a_block_larger_than_cuda_allows_is_refused_at_the_call():
         em(rand_array((1025,)), np.zeros(1025, "float32"))
 
 
+def test_each_block_axis_is_held_to_its_own_limit():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: A[i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], te.thread_axis("threadIdx.z"))     # CUDA allows 64 along z
+    em = te.build(s, [A, C], target="cuda").emulator()
+    with pytest.raises(RuntimeError, match=r"kernel 'main' \(main_kernel0\): block \(1, 1, "
+                                           r"100\) exceeds CUDA's limits \(1024, 1024, 64\)"):
+        em(rand_array((100,)), np.zeros(100, "float32"))
+
+
 def test_time_evaluator_times_the_kernels_and_checks_its_parameters():
     em = _module().emulator()
     a, c = rand_array((300,)), np.zeros(300, "float32")
