@@ -36,14 +36,33 @@ static pthread_barrier_t te_barrier;
    bytes (NaN as float), so a read of shared memory no thread of the block wrote shows. */
 static void* te_shared_ptr[256];
 static unsigned long te_shared_size[256];
-static int te_shared_count;
+static int te_shared_count, te_shared_overflow;
 static bool te_register_shared(void* p, unsigned long n) {
   memset(p, 0xFF, n);
   if (te_shared_count < 256) {
     te_shared_ptr[te_shared_count] = p;
     te_shared_size[te_shared_count++] = n;
+  } else {
+    te_shared_overflow = 1;   /* reported as a failed launch: never poison silently less */
   }
   return true;
+}
+/* the start gate of a block's threads: 0 closed, 1 run, -1 leave */
+static pthread_mutex_t te_start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t te_start_cond = PTHREAD_COND_INITIALIZER;
+static int te_start;
+static bool te_wait_for_start() {
+  pthread_mutex_lock(&te_start_lock);
+  while (te_start == 0) pthread_cond_wait(&te_start_cond, &te_start_lock);
+  bool run = te_start > 0;
+  pthread_mutex_unlock(&te_start_lock);
+  return run;
+}
+static void te_open_start(int state) {
+  pthread_mutex_lock(&te_start_lock);
+  te_start = state;
+  pthread_cond_broadcast(&te_start_cond);
+  pthread_mutex_unlock(&te_start_lock);
 }
 static void te_poison_shared() {
   for (int k = 0; k < te_shared_count; ++k) memset(te_shared_ptr[k], 0xFF, te_shared_size[k]);
@@ -69,7 +88,7 @@ extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
     {name}({args});
   }}
   }}
-  return 0;
+  return te_shared_overflow;
 }}
 """
 
@@ -81,7 +100,7 @@ static void* te_thread_main_{name}(void* p) {{
   te_thread_{name}* me = (te_thread_{name}*)p;
   void** a = me->a;
   threadIdx = me->t;
-  {name}({args});
+  if (te_wait_for_start()) {name}({args});
   return 0;
 }}
 extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
@@ -93,26 +112,29 @@ extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 4 << 20);   /* te allows 512 KiB of per-thread arrays */
-  int failed = 0;
+  int failed = te_shared_overflow;
   for (unsigned int bz = 0; bz < d[2] && !failed; ++bz)
   for (unsigned int by = 0; by < d[1] && !failed; ++by)
   for (unsigned int bx = 0; bx < d[0] && !failed; ++bx) {{
     blockIdx = te_dim3{{bx, by, bz}};
     te_poison_shared();
     pthread_barrier_init(&te_barrier, 0, n);
+    te_start = 0;
     unsigned int started = 0;
-    for (unsigned int k = 0; k < n; ++k) {{
-      work[k].a = a;
-      work[k].t = te_dim3{{k % d[3], (k / d[3]) % d[4], k / (d[3] * d[4])}};
-      if (pthread_create(&threads[k], &attr, te_thread_main_{name}, &work[k]) != 0) {{
-        failed = 1;   /* the started threads would wait at the barrier for ever */
+    for (; started < n; ++started) {{
+      work[started].a = a;
+      work[started].t = te_dim3{{started % d[3], (started / d[3]) % d[4],
+                                 started / (d[3] * d[4])}};
+      if (pthread_create(&threads[started], &attr, te_thread_main_{name}, &work[started]))
         break;
-      }}
-      ++started;
     }}
-    if (failed) {{ pthread_barrier_destroy(&te_barrier); break; }}
+    /* the threads wait at the gate until all exist: if one could not be made, the others
+       leave without running the kernel (they would wait at its barrier for ever) */
+    failed = started < n;
+    te_open_start(failed ? -1 : 1);
     for (unsigned int k = 0; k < started; ++k) pthread_join(threads[k], 0);
     pthread_barrier_destroy(&te_barrier);
+    failed = failed || te_shared_overflow;
   }}
   pthread_attr_destroy(&attr);
   delete[] threads;
@@ -171,8 +193,9 @@ class EmulatorBackend:
             pointers[k] = p.ctypes.data
         dims = (ctypes.c_uint * 6)(*grid, *block)
         if self.launchers[name](pointers, dims):
-            raise RuntimeError(f"the CUDA emulator could not start the {block} threads of a "
-                               f"block of kernel '{name}'")
+            raise RuntimeError(f"the CUDA emulator could not run kernel '{name}': it could "
+                               f"not start the {block} threads of a block, or the kernel "
+                               f"has more than 256 shared arrays")
 
     def synchronize(self) -> None:
         pass

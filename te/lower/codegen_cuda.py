@@ -24,7 +24,8 @@ from .. import dtype as dt
 from ..compute import expr as E
 from ..errors import BuildError
 from . import ir
-from .device_split import DevicePlan, KernelPart, stored_buffers
+from .device_split import DevicePlan, KernelPart
+from .device_sync import loaded_buffers, shared_arrays, stored_buffers
 
 # Floor division and modulo (Python's, te's floordiv/floormod) for any integer type; C's
 # `/` and `%` truncate toward zero.
@@ -58,7 +59,8 @@ reinterpret_cast requires restrict return short signed sizeof static static_asse
 static_cast struct switch template this thread_local throw true try typedef typeid typename
 union unsigned using virtual void volatile wchar_t while xor xor_eq main
 threadIdx blockIdx blockDim gridDim warpSize dim3 min max abs
-NAN INFINITY NULL pthread_barrier_t""".split()) | {
+NAN INFINITY NULL pthread_barrier_t errno assert stdin stdout stderr offsetof isnan isinf
+isfinite signbit fpclassify isnormal setjmp va_arg""".split()) | {
     name + suffix for name in list(_MATH.values()) + ["fmod", "floor", "trunc", "exp"]
     for suffix in ("", "f")}
 
@@ -126,7 +128,10 @@ class _KernelGen:
         got = self.names.get(key)
         if got is None:
             base = re.sub(r"\W", "_", hint) or "v"
-            if base[0].isdigit() or base[0] == "_" or base.startswith(("te_", "pthread")):
+            # an all-capitals name may be a macro of the C library (EOF, M_PI, INT32_MAX)
+            macro_like = len(base) > 1 and base.upper() == base and not base.isdigit()
+            if base[0].isdigit() or base[0] == "_" or base.startswith(("te_", "pthread")) \
+                    or macro_like:
                 base = "v_" + base
             got, k = base, 0
             while got in self.taken:
@@ -144,6 +149,10 @@ class _KernelGen:
                           f"{self.name(b.data, b.name)}")
         params += [f"{c_type(v.dtype)} {self.name(v, v.name)}" for v in scalars]
         lines = [f'extern "C" __global__ void {self.part.name}({", ".join(params)}) {{']
+        # one array per shared buffer, at the top: a block has one copy whatever scope
+        # declares it, and copies of its allocation (unrolled loops) must not add more
+        for b, extent in shared_arrays(self.part.body).values():
+            lines.append(f"  __shared__ {c_type(b.dtype)} {self.buffer(b)}[{extent}];")
         lines += self.stmt(self.part.body, 1)
         lines.append("}")
         return "\n".join(lines) + "\n", params
@@ -152,20 +161,7 @@ class _KernelGen:
     def stmt(self, s: ir.Stmt, depth: int) -> list:
         pad = "  " * depth
         if isinstance(s, ir.SeqStmt):
-            lines: list = []
-            stmts = list(s.stmts)
-            for k, x in enumerate(stmts):
-                fill = self.part.is_shared_fill(x)
-                # one barrier before a run of fills (earlier readers are done with the old
-                # values) and one after it (every thread's part is written before any read)
-                if fill and (k == 0 or not self.part.is_shared_fill(stmts[k - 1])):
-                    self.barrier(lines, pad)
-                self.filling, outer = self.filling or fill, self.filling
-                lines += self.stmt(x, depth)
-                self.filling = outer
-                if fill and (k + 1 == len(stmts) or not self.part.is_shared_fill(stmts[k + 1])):
-                    self.barrier(lines, pad)
-            return lines
+            return self.sequence(s.stmts, depth)
         if isinstance(s, ir.For):
             return self.loop(s, depth)
         if isinstance(s, ir.IfThenElse):
@@ -182,14 +178,40 @@ class _KernelGen:
                     f"{_bare(self.expr(s.value))};"]
         if isinstance(s, ir.Allocate):
             b = s.buffer
-            shared = "__shared__ " if b.scope == "shared" else ""
-            decl = f"{pad}  {shared}{c_type(b.dtype)} {self.buffer(b)}[{int(s.extent.value)}];"
+            if b.scope == "shared":   # declared at the kernel's top
+                return self.stmt(s.body, depth)
+            decl = f"{pad}  {c_type(b.dtype)} {self.buffer(b)}[{int(s.extent.value)}];"
             return [f"{pad}{{", decl] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
         if isinstance(s, ir.Evaluate):
             if isinstance(s.value, ir.Prefetch):
                 return []
             return [f"{pad}{self.expr(s.value)};"]
         raise BuildError(f"te.build: target 'cuda' cannot generate {type(s).__name__}")
+
+    def sequence(self, stmts: tuple, depth: int) -> list:
+        """Statements in order; a run of consecutive shared fills gets one barrier before
+        it (earlier readers are done with the old values) and one after it (every thread's
+        part is written before any read); a fill that reads what an earlier fill of the
+        run wrote starts a new run."""
+        pad = "  " * depth
+        lines: list = []
+        written: set = set()   # shared buffers filled since the last barrier
+        for x in stmts:
+            fill = self.part.is_shared_fill(x)
+            if fill and (not written or loaded_buffers(x) & written):
+                self.barrier(lines, pad)
+                written = set()
+            elif not fill and written:
+                self.barrier(lines, pad)
+                written = set()
+            self.filling, outer = self.filling or fill, self.filling
+            lines += self.stmt(x, depth)
+            self.filling = outer
+            if fill:
+                written |= stored_buffers(x) & self.part.shared
+        if written:
+            self.barrier(lines, pad)
+        return lines
 
     def barrier(self, lines: list, pad: str) -> None:
         if self.filling:

@@ -18,8 +18,8 @@ from ..compute import expr as E
 from ..errors import BuildError
 from . import ir
 from .device_sync import (BLOCK_TAGS, allocated_buffers, check_barriers, check_in_place_updates,
-                          check_memory_limits, fills_shared_only, stage_name, stored_buffers,
-                          updated_buffers)
+                          check_memory_limits, filled_name, fills_shared_only, stage_name,
+                          stored_buffers, updated_buffers)
 from .printer import print_expr
 from .visitor import stmt_children
 
@@ -147,8 +147,11 @@ class _KernelChecker:
         self.shared = shared      # ... of those, the block's shared buffers
         self.vars: set = set()
 
-    def visit(self, s: ir.Stmt, bound: tuple) -> None:
-        """`bound`: (tag, loop name) of the thread-bound loops around `s`."""
+    def visit(self, s: ir.Stmt, bound: tuple, in_fill: str = "") -> None:
+        """`bound`: (tag, loop name) of the thread-bound loops around `s`; `in_fill`: the
+        shared stage whose fill `s` is part of ("" if none)."""
+        if not in_fill and not isinstance(s, (ir.Store, ir.Evaluate)) and self._cooperative(s):
+            in_fill = filled_name(s)
         if isinstance(s, ir.For):
             if s.kind == ir.PARALLEL:
                 raise BuildError(f"te.build: target 'cuda': loop '{s.loop_var.name}' is "
@@ -171,7 +174,7 @@ class _KernelChecker:
                                  f"around stages in shared memory); compute_root the first "
                                  f"stage and bind its own loops, or cache it in 'shared'")
         elif isinstance(s, ir.Allocate):
-            self._allocate(s, bound)
+            self._allocate(s, bound, in_fill)
         elif isinstance(s, (ir.ProducerStore, ir.ProducerRealize)):
             raise BuildError("te.build: target 'cuda' needs a flattened function (te.lower)")
         if isinstance(s, ir.Store):
@@ -180,7 +183,7 @@ class _KernelChecker:
         for x in exprs:
             E.pre_order(x, self._visit_expr)
         for x in stmts:
-            self.visit(x, bound)
+            self.visit(x, bound, in_fill)
 
     def _thread_loop(self, s: ir.For, bound: tuple) -> None:
         if s.thread_tag not in GRID_TAGS + BLOCK_TAGS:
@@ -191,42 +194,43 @@ class _KernelChecker:
             _refuse_reused_axis(s, bound)
         self.extents.setdefault(s.thread_tag, []).append(s.extent)
 
-    def _allocate(self, s: ir.Allocate, bound: tuple) -> None:
+    def _allocate(self, s: ir.Allocate, bound: tuple, in_fill: str) -> None:
         if s.buffer.scope not in ("shared", "local", "global"):
             raise BuildError(f"te.build: target 'cuda' does not support scope "
                              f"'{s.buffer.scope}' (buffer '{s.buffer.name}') yet")
         if s.buffer.scope == "shared":
-            self._shared_allocate(s)
-        inner = self._private_thread_loop(s.body)
-        if s.buffer.scope != "shared" and inner is not None:
-            _refuse_reused_axis(inner, bound)   # the more precise complaint first
-            raise BuildError(f"te.build: target 'cuda': stage '{s.buffer.name}' would be "
-                             f"shared by the threads of a block (scope '{s.buffer.scope}', "
-                             f"computed inside the kernel above loops bound to threads); "
-                             f"cache it with scope 'shared' (s.cache_read(..., 'shared', "
-                             f"...)), compute it at a loop bound to threadIdx (per-thread "
-                             f"storage), or compute_root it")
+            self._shared_allocate(s, in_fill)
+        else:
+            # Every thread has its own copy: right if each computes all of it (its loops
+            # serial), wrong if loops bound to threads split it among them.
+            own = _thread_loop_storing(s.body, s.buffer.data)
+            if own is not None:
+                _refuse_reused_axis(own, bound)   # the more precise complaint first
+                raise BuildError(f"te.build: target 'cuda': stage '{s.buffer.name}' is "
+                                 f"stored per thread (scope '{s.buffer.scope}' inside a "
+                                 f"kernel), but its loop '{own.loop_var.name}' bound to "
+                                 f"{own.thread_tag} gives each thread only part of it to "
+                                 f"compute; cache it with scope 'shared' for the threads of "
+                                 f"a block to share it, leave its loops unbound, or "
+                                 f"compute_root it")
         if not isinstance(s.extent, E.Const):
             raise BuildError(f"te.build: target 'cuda': buffer '{s.buffer.name}' "
                              f"(scope '{s.buffer.scope}') needs a constant size, got "
                              f"{print_expr(s.extent)}")
         self.local.add(s.buffer.data)
 
-    def _shared_allocate(self, s: ir.Allocate) -> None:
+    def _shared_allocate(self, s: ir.Allocate, in_fill: str) -> None:
+        if in_fill:
+            raise BuildError(f"te.build: target 'cuda': shared stage '{s.buffer.name}' is "
+                             f"computed inside the fill of shared stage '{in_fill}'; the "
+                             f"barriers it needs would sit inside that fill: compute both at "
+                             f"the same loop")
         for node in _loops(s.body):
             if node.kind == ir.THREAD_BINDING and node.thread_tag in GRID_TAGS:
                 raise BuildError(f"te.build: target 'cuda': shared stage '{s.buffer.name}' "
                                  f"spans several blocks (loop '{node.loop_var.name}' inside "
                                  f"it is bound to {node.thread_tag}), but shared memory "
                                  f"belongs to one block; bind only threadIdx axes inside it")
-        outer = (stored_buffers(s.body) - allocated_buffers(s.body)) & self.shared
-        outer.discard(s.buffer.data)
-        if outer:
-            other = next(b for b in _buffers_of(s.body) if b.data in outer)
-            raise BuildError(f"te.build: target 'cuda': shared stage '{s.buffer.name}' is "
-                             f"computed inside the fill of shared stage '{other.name}'; the "
-                             f"barriers it needs would sit inside that fill: compute both at "
-                             f"the same loop")
 
     def _cooperative(self, s: ir.Stmt) -> bool:
         return fills_shared_only(s, self.shared)
@@ -267,13 +271,12 @@ def _loops(s: ir.Stmt):
         stack.extend(stmt_children(node)[1])
 
 
-def _buffers_of(s: ir.Stmt):
-    stack = [s]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ir.Store):
-            yield node.buffer
-        stack.extend(stmt_children(node)[1])
+def _thread_loop_storing(s: ir.Stmt, data):
+    """The outermost loop in `s` bound to a thread that stores to buffer `data`, or None."""
+    for node in _loops(s):
+        if node.kind == ir.THREAD_BINDING and data in stored_buffers(node):
+            return node
+    return None
 
 
 def _require_host(x: E.Expr, host_vars: set, what: str) -> None:

@@ -40,6 +40,31 @@ def allocated_buffers(s: ir.Stmt, scope: str | None = None) -> set:
             and (scope is None or n.buffer.scope == scope)}
 
 
+def loaded_buffers(s: ir.Stmt) -> set:
+    """The data Vars of every buffer that `s` reads."""
+    found: set = set()
+
+    def visit(e):
+        if isinstance(e, ir.Load):
+            found.add(e.buffer.data)
+    for node in _walk(s):
+        for x in stmt_children(node)[0]:
+            E.pre_order(x, visit)
+    return found
+
+
+def shared_arrays(s: ir.Stmt) -> dict:
+    """data Var -> (Buffer, elements) of each shared buffer allocated in `s`: the largest of
+    its allocations (passes may copy one)."""
+    out: dict = {}
+    for node in _walk(s):
+        if isinstance(node, ir.Allocate) and node.buffer.scope == "shared":
+            size = int(node.extent.value)
+            if node.buffer.data not in out or out[node.buffer.data][1] < size:
+                out[node.buffer.data] = (node.buffer, size)
+    return dict(sorted(out.items(), key=lambda kv: kv[1][0].name))
+
+
 def updated_buffers(s: ir.Stmt) -> set:
     """The data Vars of buffers updated in place: stored with a value that reads them."""
     found: set = set()
@@ -57,6 +82,15 @@ def fills_shared_only(s: ir.Stmt, shared: set) -> bool:
     memory only, and something: a fill, which barriers go around."""
     left = stored_buffers(s) - allocated_buffers(s)
     return bool(left) and left <= shared
+
+
+def filled_name(s: ir.Stmt) -> str:
+    """The name of a buffer `s` leaves behind (for a fill: the shared stage it fills)."""
+    left = stored_buffers(s) - allocated_buffers(s)
+    for node in _walk(s):
+        if isinstance(node, ir.Store) and node.buffer.data in left:
+            return node.buffer.name
+    return "?"
 
 
 def stage_name(s: ir.Stmt) -> str:
@@ -134,14 +168,21 @@ def check_in_place_updates(part, s: ir.Stmt, path: tuple = ()) -> None:
         check_in_place_updates(part, x, path)
 
 
+def _live_local_bytes(s: ir.Stmt) -> int:
+    """The most bytes of per-thread arrays alive at once: nested allocations add up,
+    allocations in sequence do not."""
+    inner = max((_live_local_bytes(x) for x in stmt_children(s)[1]), default=0)
+    if isinstance(s, ir.Allocate) and s.buffer.scope != "shared":
+        return inner + int(s.extent.value) * np.dtype(s.buffer.dtype).itemsize
+    return inner
+
+
 def check_memory_limits(kernel_name: str, s: ir.Stmt) -> None:
-    """CUDA's per-block shared memory and per-thread local memory, summed over the kernel's
-    allocations (nvcc --ptx does not check them; loading the module would fail)."""
-    totals = {"shared": 0, "local": 0}
-    for node in _walk(s):
-        if isinstance(node, ir.Allocate):
-            kind = "shared" if node.buffer.scope == "shared" else "local"
-            totals[kind] += int(node.extent.value) * np.dtype(node.buffer.dtype).itemsize
+    """CUDA's per-block shared memory and per-thread local memory (nvcc --ptx does not
+    check them; loading the module would fail)."""
+    totals = {"shared": sum(size * np.dtype(b.dtype).itemsize
+                            for b, size in shared_arrays(s).values()),
+              "local": _live_local_bytes(s)}
     for kind, limit, what in (("shared", MAX_SHARED_BYTES, "shared memory per block"),
                               ("local", MAX_LOCAL_BYTES, "per-thread arrays")):
         if totals[kind] > limit:

@@ -48,8 +48,11 @@ PASSES = (
 )
 
 
-# Target 'cuda' keeps vectorized loops as loops: each GPU thread runs them unrolled.
-SKIPPED_FOR = {"llvm": (), "cuda": ("vectorize",)}
+# Target 'cuda' keeps vectorized loops as loops (each GPU thread runs them unrolled), and
+# does not partition loops: a split point that depends on threadIdx would make a loop's
+# trip count differ between threads (no barrier may sit inside it), and the copies it
+# makes of shared buffers' allocations would each take shared memory.
+SKIPPED_FOR = {"llvm": (), "cuda": ("loop_partition", "simplify_partitioned", "vectorize")}
 
 
 def lower(sch: Schedule, args: list, name: str = "main", dump_after: str | None = None,

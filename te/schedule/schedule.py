@@ -237,7 +237,10 @@ class Stage:
                                 f"te.thread_axis, got {thread_ivar!r}")
         if iv.iter_type == REDUCE:
             raise ScheduleError(f"bind on stage '{self.name}': cannot bind reduction axis "
-                                f"'{iv.var.name}' to a thread; use rfactor first")
+                                f"'{iv.var.name}' to a thread: threads that combine their "
+                                f"partial results (TVM's cross-thread allreduce) are not "
+                                f"supported; rfactor it and bind the rfactor stage's "
+                                f"spatial axes instead")
         self._record(S.Bind(self._ref(), self._axis_ref(iv), thread_ivar.thread_tag))
         attr = self.iter_attrs.setdefault(iv, IterAttr())
         attr.kind, attr.thread_tag = "thread_binding", thread_ivar.thread_tag

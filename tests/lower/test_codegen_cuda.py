@@ -394,9 +394,9 @@ def _extent_from_a_loop():
     (_parallel, r"loop 'i.inner' is parallel; on a GPU, bind it to a thread axis instead"),
     (_too_many_threads, r"4096 threads per block \(threadIdx x, y, z = \[64, 64, 1\]\); CUDA "
                         r"allows at most 1024"),
-    (_threads_of_two_stages_in_one_kernel, r"stage 'B' would be shared by the threads of a "
-                                           r"block \(scope 'global', computed inside the kernel "
-                                           r"above loops bound to threads\)"),
+    (_threads_of_two_stages_in_one_kernel, r"stage 'B' is stored per thread \(scope 'global' "
+                                           r"inside a kernel\), but its loop 'i' bound to "
+                                           r"threadIdx.x gives each thread only part of it"),
     (_two_thread_nests_in_one_serial_loop, r"stages 'A' and 'B' both have loops bound to GPU "
                                            r"threads inside one kernel; the second would read "
                                            r"the first's results before other threads wrote "
@@ -515,7 +515,8 @@ def test_a_shared_tile_fetched_through_registers_gets_its_barriers():
 
 
 @pytest.mark.parametrize("name", ["and", "not", "try", "asm", "nullptr", "expf", "sqrt",
-                                  "NAN", "INFINITY", "threadIdx", "__x", "pthread_t"])
+                                  "NAN", "INFINITY", "threadIdx", "__x", "pthread_t", "M_PI",
+                                  "EOF", "INT32_MAX", "HUGE_VAL", "errno"])
 def test_names_that_c_reserves_are_renamed(name):
     A = te.placeholder((40,), name=name)
     C = te.compute((40,), lambda i: te.exp(A[i]) + te.sqrt(te.abs(A[i])), name="C")
@@ -545,6 +546,86 @@ def test_the_emulator_poisons_shared_memory_no_thread_wrote():
     for _ in range(2):    # the second call must not see the first call's values either
         mod.emulator()(rand_array((32,)), out)
         assert np.isnan(out[:16]).all()
+
+
+@pytest.mark.parametrize("K, pipelined, unrolled", [(64, True, False), (60, True, False),
+                                                    (500, False, False), (64, False, True)])
+def test_shared_tiles_pipelined_with_a_tail_or_unrolled(K, pipelined, unrolled):
+    # found by review: pipelining nests the two tiles' allocations (taken for a fill inside
+    # a fill); a k tail and an unrolled k loop copied the allocations, which each took
+    # shared memory (a 32 KiB pair of tiles was refused at K=500 and unrolled)
+    s, args = _shared_matmul(32, 24, K, 8, 8, True)
+    CL = next(st for st in s.stages if st.op.name == "C.local")
+    ko = CL.leaf_iter_vars[-2]
+    if pipelined:
+        CL.pipeline(ko)
+    if unrolled:
+        CL.unroll(ko)
+    mod = te.build(s, args, target="cuda")
+    src = mod.get_source()
+    assert src.count("__shared__") == 2      # once each, at the top of the kernel
+    a, b = rand_array((32, K)), rand_array((K, 24))
+    (c,) = run_emulated(mod, [a, b], [(32, 24)], ["float32"])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_fill_reading_another_fill_gets_a_barrier_between_them():
+    # found by review (pipelined): A.shared.shared is fetched from A.shared in the same step
+    s, args = _shared_matmul(16, 16, 64, 8, 8, False)
+    AA = next(st.op.output(0) for st in s.stages if st.op.name == "A.shared")
+    CL = next(st for st in s.stages if st.op.name == "C.local")
+    AAA = s.cache_read(AA, "shared", [CL.op.output(0)])
+    s[AAA].compute_at(CL, CL.leaf_iter_vars[-2])
+    for T in (AA, AAA):
+        s[T].bind(s[T].op.axis[0], te.thread_axis("threadIdx.y"))
+        s[T].bind(s[T].op.axis[1], te.thread_axis("threadIdx.x"))
+    mod = te.build(s, args, target="cuda")
+    lines = mod.get_source().splitlines()
+    fill_aa = next(k for k, line in enumerate(lines) if "A_shared[" in line and "= A[" in line)
+    fill_aaa = next(k for k, line in enumerate(lines) if "= A_shared[" in line)
+    assert fill_aa < fill_aaa and "__syncthreads();" in "".join(lines[fill_aa:fill_aaa])
+    a, b = rand_array((16, 64)), rand_array((64, 16))
+    (c,) = run_emulated(mod, [a, b], [(16, 16)], ["float32"])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_thread_dependent_bound_check_does_not_become_a_loop_bound():
+    # found by review: loop partitioning turned the rows' bound check (M = 62) into a loop
+    # whose trip count differs between threads, with a barrier inside
+    M, N, K = 62, 16, 8
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    BS = s.cache_read(B, "shared", [C])
+    by, rest = s[C].split(C.op.axis[0], factor=32)
+    ty, io = s[C].split(rest, factor=4)
+    s[C].reorder(by, ty, C.op.axis[1], io)
+    for axis, tag in ((by, "blockIdx.x"), (ty, "threadIdx.y"), (C.op.axis[1], "threadIdx.x")):
+        s[C].bind(axis, te.thread_axis(tag))
+    s[BS].compute_at(s[C], io)
+    s[BS].bind(BS.op.axis[0], te.thread_axis("threadIdx.y"))
+    s[BS].bind(BS.op.axis[1], te.thread_axis("threadIdx.x"))
+    a, b = rand_array((M, K)), rand_array((K, N))
+    (c,) = run_emulated(te.build(s, [A, B, C], target="cuda"), [a, b], [(M, N)], ["float32"])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_stage_at_the_block_loop_with_serial_loops_is_computed_by_each_thread():
+    # found by review: softmax's max and sum at the row's block loop were refused; each
+    # thread computes its own copy of them (the per-row reductions), which is correct
+    graph = softmax_graph(6, 70)
+    X, mx, ex, total, Y = graph
+    s = te.create_schedule(Y.op)
+    s[Y].bind(Y.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[Y].bind(s[Y].split(Y.op.axis[1], factor=32)[1], te.thread_axis("threadIdx.x"))
+    s[ex].compute_inline()
+    for T in (mx, total):
+        s[T].compute_at(s[Y], Y.op.axis[0])
+    x = rand_array((6, 70))
+    (y,) = run_emulated(te.build(s, [X, Y], target="cuda"), [x], [(6, 70)], ["float32"])
+    np.testing.assert_allclose(y, np_softmax(x), rtol=1e-5, atol=1e-6)
 
 
 def test_an_unbound_outer_loop_runs_in_every_thread():
