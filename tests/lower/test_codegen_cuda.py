@@ -29,6 +29,12 @@ def bind(s, stage_tensor, axis, factor, outer="blockIdx.x", inner="threadIdx.x")
     return o, i
 
 
+def _buffer(name, size=32, dtype="float32", scope="global"):
+    """A flat buffer for a hand-made function."""
+    return ir.Buffer(name, dtype, (E.const(size),), (E.const(1),), E.Var(name, "handle"),
+                     scope=scope)
+
+
 def run_emulated(mod, inputs, out_shapes, out_dtypes):
     outs = [np.full(shape, np.nan if np.dtype(d).kind == "f" else 77, d)
             for shape, d in zip(out_shapes, out_dtypes)]
@@ -169,9 +175,8 @@ def test_float64_math_intrinsics():
 
 def test_loops_of_one_axis_with_different_extents_are_guarded():
     # a hand-made function: the two branches bind threadIdx.x with extents 32 and 48
-    A = ir.Buffer("A", "float32", (E.const(48),), (E.const(1),), E.Var("A", "handle"))
+    A, flag = _buffer("A", 48), _buffer("flag", 1, "int32")
     i, j = E.Var("i"), E.Var("j")
-    flag = ir.Buffer("flag", "int32", (E.const(1),), (E.const(1),), E.Var("flag", "handle"))
     body = ir.IfThenElse(
         ir.Load("int32", flag, E.const(0)) > 0,
         ir.For(i, E.const(0), E.const(32), ir.THREAD_BINDING,
@@ -232,10 +237,7 @@ def test_a_block_level_fill_may_use_more_threads_than_the_computation():
 
 def _fill_under_a_thread_condition():
     # hand-made: threads i < 16 fill S and read it reversed; the barrier would deadlock
-    A, B = (ir.Buffer(n, "float32", (E.const(32),), (E.const(1),), E.Var(n, "handle"))
-            for n in ("A", "B"))
-    S = ir.Buffer("S", "float32", (E.const(32),), (E.const(1),), E.Var("S", "handle"),
-                  scope="shared")
+    A, B, S = _buffer("A"), _buffer("B"), _buffer("S", scope="shared")
     i = E.Var("i")
     body = ir.For(i, E.const(0), E.const(32), ir.THREAD_BINDING, ir.Allocate(
         S, E.const(32), ir.IfThenElse(i < 16, ir.SeqStmt((
@@ -346,8 +348,7 @@ def _threads_of_two_stages_in_one_kernel():
 
 def _two_thread_nests_in_one_serial_loop():
     # hand-made: for (t) { A[i] = t (threads i); B[j] = A[j] (threads j) }
-    bufs = [ir.Buffer(n, "float32", (E.const(32),), (E.const(1),), E.Var(n, "handle"))
-            for n in ("A", "B")]
+    bufs = [_buffer("A"), _buffer("B")]
     t, i, j = E.Var("t"), E.Var("i"), E.Var("j")
     nests = [ir.For(i, E.const(0), E.const(32), ir.THREAD_BINDING,
                     ir.Store(bufs[0], i, t.astype("float32")), thread_tag="threadIdx.x"),
@@ -410,7 +411,7 @@ def test_schedules_target_cuda_refuses_name_the_problem(make, message):
 
 def test_a_launch_extent_that_depends_on_a_loop_is_refused():
     # hand-made: the threads of row i are i + 1
-    A = ir.Buffer("A", "float32", (E.const(64),), (E.const(1),), E.Var("A", "handle"))
+    A = _buffer("A", 64)
     i, j = E.Var("i"), E.Var("j")
     body = ir.For(i, E.const(0), E.const(8), ir.SERIAL,
                   ir.For(j, E.const(0), i + 1, ir.THREAD_BINDING,
@@ -532,10 +533,7 @@ def test_names_that_c_reserves_are_renamed(name):
 
 def test_the_emulator_poisons_shared_memory_no_thread_wrote():
     # hand-made: threads fill S[0:16] only, then read S[i + 16]
-    A, B = (ir.Buffer(n, "float32", (E.const(32),), (E.const(1),), E.Var(n, "handle"))
-            for n in ("A", "B"))
-    S = ir.Buffer("S", "float32", (E.const(32),), (E.const(1),), E.Var("S", "handle"),
-                  scope="shared")
+    A, B, S = _buffer("A"), _buffer("B"), _buffer("S", scope="shared")
     i = E.Var("i")
     body = ir.For(i, E.const(0), E.const(16), ir.THREAD_BINDING, ir.Allocate(
         S, E.const(32), ir.SeqStmt((
