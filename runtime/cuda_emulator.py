@@ -195,7 +195,7 @@ class EmulatorBackend:
         if self.launchers[name](pointers, dims):
             raise RuntimeError(f"the CUDA emulator could not run kernel '{name}': it could "
                                f"not start the {block} threads of a block, or the kernel "
-                               f"has more than 256 shared arrays")
+                               f"module has more than 256 shared arrays")
 
     def synchronize(self) -> None:
         pass
@@ -212,5 +212,5 @@ def _register_shared_arrays(source: str) -> str:
     time) that registers for poisoning once (C++ runs a static initializer once, safely
     across threads)."""
     return _SHARED_DECLARATION.sub(
-        r"\1static \2 \3[\4];\n\1static bool \3_te_registered = "
-        r"te_register_shared(\3, sizeof(\3)); (void)\3_te_registered;", source)
+        r"\1static \2 \3[\4];\n\1static bool te_registered_\3 = "
+        r"te_register_shared(\3, sizeof(\3)); (void)te_registered_\3;", source)

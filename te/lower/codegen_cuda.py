@@ -60,7 +60,7 @@ static_cast struct switch template this thread_local throw true try typedef type
 union unsigned using virtual void volatile wchar_t while xor xor_eq main
 threadIdx blockIdx blockDim gridDim warpSize dim3 min max abs
 NAN INFINITY NULL pthread_barrier_t errno assert stdin stdout stderr offsetof isnan isinf
-isfinite signbit fpclassify isnormal setjmp va_arg""".split()) | {
+isfinite signbit fpclassify isnormal setjmp va_arg linux unix i386""".split()) | {
     name + suffix for name in list(_MATH.values()) + ["fmod", "floor", "trunc", "exp"]
     for suffix in ("", "f")}
 

@@ -18,8 +18,8 @@ from ..compute import expr as E
 from ..errors import BuildError
 from . import ir
 from .device_sync import (BLOCK_TAGS, allocated_buffers, check_barriers, check_in_place_updates,
-                          check_memory_limits, filled_name, fills_shared_only, stage_name,
-                          stored_buffers, updated_buffers)
+                          check_memory_limits, filled_name, fills_shared_only, loaded_buffers,
+                          stage_name, stored_buffers, updated_buffers)
 from .printer import print_expr
 from .visitor import stmt_children
 
@@ -152,6 +152,7 @@ class _KernelChecker:
         shared stage whose fill `s` is part of ("" if none)."""
         if not in_fill and not isinstance(s, (ir.Store, ir.Evaluate)) and self._cooperative(s):
             in_fill = filled_name(s)
+            _refuse_fills_reading_each_other(s)
         if isinstance(s, ir.For):
             if s.kind == ir.PARALLEL:
                 raise BuildError(f"te.build: target 'cuda': loop '{s.loop_var.name}' is "
@@ -162,14 +163,22 @@ class _KernelChecker:
         elif isinstance(s, ir.SeqStmt):
             # parts of one stage (its init and update, or a loop split by partitioning)
             # may follow each other: each thread reads only what it wrote
+            def stage(x) -> frozenset:
+                return frozenset(stored_buffers(x) - allocated_buffers(x) - self.shared)
             threaded = [x for x in s.stmts if self._private_thread_loop(x) is not None]
-            stages = {frozenset(stored_buffers(x) - allocated_buffers(x) - self.shared): x
-                      for x in threaded}
+            stages = {stage(x): x for x in threaded}
+            # a later statement of another stage that reads what threads wrote (even
+            # with no thread loop of its own, e.g. fused by compute_with)
+            for k, x in enumerate(s.stmts):
+                if x in threaded:
+                    for y in s.stmts[k + 1:]:
+                        if stage(y) != stage(x) and loaded_buffers(y) & stage(x):
+                            stages.setdefault(stage(y), y)
             if len(stages) > 1:
                 a, b = (stage_name(x) for x in list(stages.values())[:2])
-                raise BuildError(f"te.build: target 'cuda': stages '{a}' and '{b}' both have "
-                                 f"loops bound to GPU threads inside one kernel; the second "
-                                 f"would read the first's results before other threads wrote "
+                raise BuildError(f"te.build: target 'cuda': stages '{a}' and '{b}' run in one "
+                                 f"kernel with loops bound to GPU threads; the second would "
+                                 f"read the first's results before other threads wrote "
                                  f"them (a barrier is needed, which target 'cuda' places only "
                                  f"around stages in shared memory); compute_root the first "
                                  f"stage and bind its own loops, or cache it in 'shared'")
@@ -269,6 +278,44 @@ def _loops(s: ir.Stmt):
         if isinstance(node, ir.For):
             yield node
         stack.extend(stmt_children(node)[1])
+
+
+def _refuse_fills_reading_each_other(fill: ir.Stmt) -> None:
+    """A fill of several shared stages where one reads another (fused by compute_with)
+    needs a barrier inside it, where none can go."""
+    filled = stored_buffers(fill) - allocated_buffers(fill)
+    if len(filled) < 2:
+        return
+    readers = [(b, _loaded_by_stores_to(fill, b) & (filled - {b})) for b in filled]
+    for b, read in readers:
+        if read:
+            names = {n.buffer.data: n.buffer.name for n in _stores(fill)}
+            raise BuildError(f"te.build: target 'cuda': shared stages '{names[next(iter(read))]}'"
+                             f" and '{names[b]}' are filled in one loop (compute_with) and "
+                             f"the second reads the first: the barrier between them would "
+                             f"sit inside that loop; fill them at separate loops")
+
+
+def _stores(s: ir.Stmt):
+    stack = [s]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ir.Store):
+            yield node
+        stack.extend(stmt_children(node)[1])
+
+
+def _loaded_by_stores_to(s: ir.Stmt, data) -> set:
+    """The buffers read by the values stored to `data` inside `s`."""
+    found: set = set()
+
+    def visit(e):
+        if isinstance(e, ir.Load):
+            found.add(e.buffer.data)
+    for node in _stores(s):
+        if node.buffer.data is data:
+            E.pre_order(node.value, visit)
+    return found
 
 
 def _thread_loop_storing(s: ir.Stmt, data):

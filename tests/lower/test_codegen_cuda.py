@@ -346,6 +346,38 @@ def _threads_of_two_stages_in_one_kernel():
     return s, [A, C]
 
 
+def _serial_stage_reading_threads_results():
+    # found by review: D is computed by the block's threads; C, fused at the block loop
+    # with serial loops, reads D's elements that other threads wrote
+    A = te.placeholder((64,), name="A")
+    D = te.compute((64,), lambda i: A[i] * 2, name="D")
+    C = te.compute((64,), lambda i: D[(i // 16) * 16 + 15 - i % 16] + 1, name="C")
+    s = te.create_schedule([D.op, C.op])
+    s[D].bind(s[D].split(D.op.axis[0], factor=16)[1], te.thread_axis("threadIdx.x"))
+    co, _ = s[C].split(C.op.axis[0], factor=16)
+    s[C].bind(co, te.thread_axis("blockIdx.x"))
+    s[D].compute_with(s[C], co)
+    return s, [A, D, C]
+
+
+def _fills_fused_by_compute_with():
+    # found by review: two shared fills in one loop, the second reading the first
+    A = te.placeholder((64,), name="A")
+    Q = te.compute((64,), lambda i: A[(i // 4) * 4 + 3 - i % 4] + 1, name="Q")
+    C = te.compute((64,), lambda i: Q[i] * 3, name="C")
+    s = te.create_schedule(C.op)
+    AS, QS = s.cache_read(A, "shared", [Q]), s.cache_write(Q, "shared")
+    s[Q].compute_inline()
+    bo, _ = bind(s, C, C.op.axis[0], 16)
+    splits = []
+    for X in (AS, QS):
+        s[X].compute_at(s[C], bo)
+        splits.append(s[X].split(X.op.axis[0], factor=4))
+        s[X].bind(splits[-1][1], te.thread_axis("threadIdx.x"))
+    s[AS].compute_with(s[QS], splits[1][0])
+    return s, [A, C]
+
+
 def _two_thread_nests_in_one_serial_loop():
     # hand-made: for (t) { A[i] = t (threads i); B[j] = A[j] (threads j) }
     bufs = [_buffer("A"), _buffer("B")]
@@ -398,10 +430,13 @@ def _extent_from_a_loop():
     (_threads_of_two_stages_in_one_kernel, r"stage 'B' is stored per thread \(scope 'global' "
                                            r"inside a kernel\), but its loop 'i' bound to "
                                            r"threadIdx.x gives each thread only part of it"),
-    (_two_thread_nests_in_one_serial_loop, r"stages 'A' and 'B' both have loops bound to GPU "
-                                           r"threads inside one kernel; the second would read "
-                                           r"the first's results before other threads wrote "
-                                           r"them"),
+    (_two_thread_nests_in_one_serial_loop, r"stages 'A' and 'B' run in one kernel with loops "
+                                           r"bound to GPU threads; the second would read the "
+                                           r"first's results before other threads wrote them"),
+    (_serial_stage_reading_threads_results, r"stages 'D' and 'C' run in one kernel with loops "
+                                            r"bound to GPU threads; the second would read"),
+    (_fills_fused_by_compute_with, r"shared stages 'A.shared' and 'Q.shared' are filled in one "
+                                   r"loop \(compute_with\) and the second reads the first"),
 ])
 def test_schedules_target_cuda_refuses_name_the_problem(make, message):
     s, args = make()
@@ -517,7 +552,7 @@ def test_a_shared_tile_fetched_through_registers_gets_its_barriers():
 
 @pytest.mark.parametrize("name", ["and", "not", "try", "asm", "nullptr", "expf", "sqrt",
                                   "NAN", "INFINITY", "threadIdx", "__x", "pthread_t", "M_PI",
-                                  "EOF", "INT32_MAX", "HUGE_VAL", "errno"])
+                                  "EOF", "INT32_MAX", "HUGE_VAL", "errno", "linux", "unix"])
 def test_names_that_c_reserves_are_renamed(name):
     A = te.placeholder((40,), name=name)
     C = te.compute((40,), lambda i: te.exp(A[i]) + te.sqrt(te.abs(A[i])), name="C")
