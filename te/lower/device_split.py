@@ -19,7 +19,7 @@ from ..errors import BuildError
 from . import ir
 from .device_sync import (BLOCK_TAGS, allocated_buffers, check_barriers, check_in_place_updates,
                           check_memory_limits, filled_name, fills_shared_only, loaded_buffers,
-                          stage_name, stored_buffers, updated_buffers)
+                          stage_name, stored_buffers, updated_buffers, walk)
 from .printer import print_expr
 from .visitor import stmt_children
 
@@ -272,12 +272,7 @@ def _refuse_reused_axis(loop: ir.For, bound: tuple) -> None:
 
 def _loops(s: ir.Stmt):
     """Every For statement inside `s` (and `s` itself)."""
-    stack = [s]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ir.For):
-            yield node
-        stack.extend(stmt_children(node)[1])
+    return (node for node in walk(s) if isinstance(node, ir.For))
 
 
 def _refuse_fills_reading_each_other(fill: ir.Stmt) -> None:
@@ -297,12 +292,7 @@ def _refuse_fills_reading_each_other(fill: ir.Stmt) -> None:
 
 
 def _stores(s: ir.Stmt):
-    stack = [s]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ir.Store):
-            yield node
-        stack.extend(stmt_children(node)[1])
+    return (node for node in walk(s) if isinstance(node, ir.Store))
 
 
 def _loaded_by_stores_to(s: ir.Stmt, data) -> set:
