@@ -198,10 +198,10 @@ class EmulatorBackend:
                                f"module has more than 256 shared arrays")
 
     def synchronize(self) -> None:
-        pass
+        pass   # a launch returns when every block has run
 
     def release(self, handles: list) -> None:
-        pass
+        pass   # "device" memory is numpy arrays, freed with their last reference
 
 
 _SHARED_DECLARATION = re.compile(r"^(\s*)__shared__ (.+?) (\w+)\[(\d+)\];$", re.M)

@@ -21,6 +21,7 @@ from .compute.expr import Const, Var
 from .errors import BuildError
 from .lower import ir
 from .lower.codegen_llvm import ModuleGen
+from .lower.device_sync import stored_buffers
 from .lower.pipeline import lower
 from .lower.visitor import stmt_children
 from .schedule.schedule import Schedule
@@ -147,7 +148,7 @@ def signature_of(func: ir.PrimFunc, heap_buffers: tuple = ()) -> runtime.KernelS
             raise BuildError(f"te.build: two different size variables are both named "
                              f"'{v.name}'; give them distinct names")
         scalar_names[v.name] = v
-    written = _stored_buffers(func.body) | set(func.attrs.get("output_params", ()))
+    written = stored_buffers(func.body) | set(func.attrs.get("output_params", ()))
     args = []
     for buf in func.params:
         shape = []
@@ -175,18 +176,6 @@ def _check_index_range(name: str, shape: list) -> None:
     if count >= INDEX_LIMIT:
         raise BuildError(f"te.build: argument '{name}' has {count} elements, beyond the int32 "
                          f"index range; int64 indexing is not supported yet")
-
-
-def _stored_buffers(stmt: ir.Stmt) -> set:
-    """The data Vars of every buffer that `stmt` stores to."""
-    found = set()
-    stack = [stmt]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ir.Store):
-            found.add(node.buffer.data)
-        stack.extend(stmt_children(node)[1])
-    return found
 
 
 def _check_no_thread_binding(stmt: ir.Stmt) -> None:

@@ -3,15 +3,17 @@
 Takes a lowered PrimFunc; gives a DevicePlan: the device temporaries the host allocates
 (global-scope Allocates at the top of the function), and one KernelPart per top-level nest,
 with the buffers and size variables it takes and its grid and block extents (expressions of
-the size variables, evaluated on the host at each call). Threads of a block share only
-'shared' buffers, with barriers around each fill (placed by codegen_cuda.py, checked here
-to be reached by every thread). Refuses, naming the loop or stage, what it cannot make
-correct: a nest with no thread-bound loop, a parallel loop, an axis bound twice on one path
-outside a shared fill, threads sharing other storage. Imports ir, visitor, te.compute.
+the size variables, evaluated on the host at each call). Refuses, naming the loop or stage,
+what the CUDA code could not make agree with the loop IR: a nest with no thread-bound loop,
+a parallel loop, an axis bound twice on one path outside a shared fill, threads sharing
+storage other than 'shared' buffers; device_sync.py checks barriers, in-place updates and
+memory. Imports ir, visitor, printer, device_sync, te.compute and runtime.cuda (limits).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from runtime.cuda import MAX_BLOCK, MAX_GRID, MAX_THREADS_PER_BLOCK
 
 from .. import dtype as dt
 from ..compute import expr as E
@@ -24,9 +26,6 @@ from .printer import print_expr
 from .visitor import stmt_children
 
 GRID_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-MAX_THREADS_PER_BLOCK = 1024
-MAX_BLOCK_EXTENT = (1024, 1024, 64)
-MAX_GRID_EXTENT = (2**31 - 1, 65535, 65535)
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,7 @@ def split_host_device(func: ir.PrimFunc) -> DevicePlan:
         checker = _KernelChecker(allocated_buffers(nest, "shared"))
         checker.visit(nest, ())
         if not checker.extents:
-            if not any(isinstance(n, ir.For) for n in _loops(nest)):
+            if next(_loops(nest), None) is None:
                 raise BuildError(f"te.build: target 'cuda': stage '{stage_name(nest)}' has no "
                                  f"loop (a 0-d result), so no thread can be bound to it; "
                                  f"target 'cuda' cannot compute it yet")
@@ -137,8 +136,9 @@ class _KernelChecker:
 
     Threads of a block communicate only through shared buffers, filled by loops that store
     nothing else (a "cooperative" loop may then reuse an axis bound further out: it runs
-    on the same threads); any other loop bound to threads inside a stage's storage, or two
-    such nests in one sequence, would need barriers this code generator does not place."""
+    on the same threads). Any other storage inside a kernel is per thread, so a stage's own
+    loops must not be bound there; and two stages in one sequence, the second reading what
+    the first's threads wrote, would need a barrier this code generator does not place."""
 
     def __init__(self, shared: set):
         self.extents: dict = {}   # tag -> [extent Expr]
@@ -338,10 +338,6 @@ def _host_computable(x: E.Expr) -> bool:
     return False
 
 
-def _floordiv(a: int, b: int) -> int:
-    return a // b
-
-
 def _truncdiv(a: int, b: int) -> int:
     q = abs(a) // abs(b)
     return q if (a < 0) == (b < 0) else -q
@@ -349,7 +345,7 @@ def _truncdiv(a: int, b: int) -> int:
 
 _INT_OPS = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "floordiv": _floordiv, "floormod": lambda a, b: a % b,
+    "floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b,
     "truncdiv": _truncdiv, "div": _truncdiv,
     "truncmod": lambda a, b: a - _truncdiv(a, b) * b,
     "min": min, "max": max,
@@ -377,7 +373,7 @@ def _check_static_limits(extents: dict) -> None:
             raise BuildError(f"te.build: target 'cuda': {total} threads per block "
                              f"(threadIdx x, y, z = {values}); CUDA allows at most "
                              f"{MAX_THREADS_PER_BLOCK}")
-    for tags, limits in ((BLOCK_TAGS, MAX_BLOCK_EXTENT), (GRID_TAGS, MAX_GRID_EXTENT)):
+    for tags, limits in ((BLOCK_TAGS, MAX_BLOCK), (GRID_TAGS, MAX_GRID)):
         for tag, limit in zip(tags, limits):
             x = extents.get(tag)
             if isinstance(x, E.Const) and int(x.value) > limit:

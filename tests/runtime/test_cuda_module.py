@@ -114,9 +114,8 @@ def test_without_nvcc_the_module_keeps_its_source_and_says_why_it_cannot_run(mon
     np.testing.assert_allclose(c, a * 3 + 1, rtol=1e-6)
 
 
-def test_nvcc_errors_become_build_errors(monkeypatch):
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc (CUDA toolkit) is not on PATH")
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA toolkit) is not on PATH")
+def test_nvcc_errors_become_build_errors():
     with pytest.raises(runtime.RuntimeBuildError, match=r"^nvcc failed \(exit code 1\)"):
         rt_cuda.compile_ptx("this is not CUDA C")
     with pytest.raises(te.BuildError, match=r"^te.build: target 'cuda': nvcc failed"):
