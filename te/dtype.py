@@ -102,7 +102,3 @@ def promote(a: str, b: str) -> str:
         return signed
     return f"int{min(64, 2 * bits(unsigned))}"
 
-
-def numpy_name(dtype: str) -> str:
-    """The numpy dtype name of a scalar dtype (identical strings, 'bool' included)."""
-    return base(dtype)

@@ -124,11 +124,6 @@ def _own_reduce_axes(body: tuple, axes: tuple) -> tuple:
     return new_body, new_axes
 
 
-def reduce_axis_owner(iv: IterVar):
-    """The compute that reduces over `iv` (for error messages), or None."""
-    return _REDUCE_OWNER.get(iv)
-
-
 def _contains_reduce(e: Expr) -> bool:
     found = []
     E.pre_order(e, lambda n: found.append(n) if isinstance(n, Reduce) else None)

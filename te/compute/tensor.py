@@ -19,10 +19,6 @@ class Range:
     min: Expr
     extent: Expr
 
-    @staticmethod
-    def from_min_extent(lo, extent) -> "Range":
-        return Range(as_expr(lo), as_expr(extent))
-
     def __repr__(self):
         return f"Range(min={self.min!r}, extent={self.extent!r})"
 

@@ -107,9 +107,6 @@ class Stage:
                                 f"{state}; the current loops are: {leaves}")
         return iv
 
-    def extent_of(self, iv: IterVar) -> E.Expr:
-        return iv.dom.extent
-
     def _new_iv(self, name: str, extent: E.Expr, iter_type: str) -> IterVar:
         return IterVar(Range(E.const(0, extent.dtype), extent), Var(name, extent.dtype),
                        iter_type)
