@@ -524,7 +524,7 @@ class Schedule:
         if self.steps:
             raise ScheduleError("replay: the schedule already has steps; replay onto a fresh "
                                 "te.create_schedule(...)")
-        return apply_steps(self, S.from_json(steps) if isinstance(steps, str) else steps)
+        return apply_steps(self, S.as_steps(steps))
 
     def __repr__(self):
         return "schedule(" + ", ".join(st.name for st in self.stages) + ")"

@@ -182,3 +182,84 @@ def test_replay_method_rebuilds_the_schedule_and_refuses_a_used_one():
     assert str(te.lower(replayed, [A, B])) == str(te.lower(s, [A, B]))
     with pytest.raises(te.ScheduleError, match=r"^replay: the schedule already has steps"):
         s.replay(text)
+
+
+def _one_split(**changes):
+    """The JSON of a one-split schedule of _fresh()'s graph, with fields of the split changed."""
+    step = dict(_split_steps()[0], **changes)
+    return json.dumps([step])
+
+
+_STAGE_B = {"type": "StageRef", "index": 1, "name": "B"}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("5", r"^schedule JSON: expected a list of steps, got int"),
+    ("[5]", r"^schedule JSON: step 0 must be an object with a \"type\", got int"),
+    ("[[1, 2]]", r"^schedule JSON: step 0 must be an object with a \"type\", got list"),
+    ('[{"type": [1]}]', r"^schedule JSON: unknown step type \[1\] \(step 0\); expected one "
+                        r"of Split, Fuse, "),
+    ('[{"type": "StageRef", "index": 1, "name": "B"}]',
+     r"^schedule JSON: unknown step type 'StageRef' \(step 0\); expected one of "
+     r"Split"),
+    (_one_split(stage="B"), r"^schedule JSON: step 0 \(Split\): field 'stage' must be a "
+                            r"StageRef object, got str 'B'"),
+    (_one_split(stage=dict(_STAGE_B, index="1")),
+     r"^schedule JSON: step 0 \(Split\): field 'stage': index must be an int >= 0, got '1'"),
+    (_one_split(stage=dict(_STAGE_B, index=1.5)),
+     r"field 'stage': index must be an int >= 0, got 1.5"),
+    (_one_split(stage=dict(_STAGE_B, index=-1)),
+     r"field 'stage': index must be an int >= 0, got -1"),
+    (_one_split(stage=dict(_STAGE_B, index=True)),
+     r"field 'stage': index must be an int >= 0, got True"),
+    (_one_split(stage=dict(_STAGE_B, name=5)), r"field 'stage': name must be a string, got 5"),
+    (_one_split(stage={"index": 1, "name": "B"}),
+     r"field 'stage' must be a StageRef object, got an object of type None"),
+    (_one_split(stage=dict(_STAGE_B, type="AxisRef")),
+     r"field 'stage' must be a StageRef object, got an object of type 'AxisRef'"),
+    (_one_split(stage=dict(_STAGE_B, extra=0)),
+     r"field 'stage': a StageRef has fields \['index', 'name'\], got \['extra', 'index', "
+     r"'name'\]"),
+    (_one_split(factor="4"), r"step 0 \(Split\): field 'factor' must be int or null, got "
+                             r"str '4'"),
+    (_one_split(factor=True), r"field 'factor' must be int or null, got bool True"),
+    (_one_split(axis=_split_steps()[0]),
+     r"field 'axis' must be an AxisRef object, got an object of type 'Split'"),
+    ('[{"type": "Fuse", "stage": {"type": "StageRef", "index": 1, "name": "B"}, "axes": 5}]',
+     r"step 0 \(Fuse\): field 'axes' must be a list of AxisRef objects, got int 5"),
+    ('[{"type": "Fuse", "stage": {"type": "StageRef", "index": 1, "name": "B"}, "axes": [5]}]',
+     r"step 0 \(Fuse\): field 'axes' item 0 must be an AxisRef object, got int 5"),
+    ('[{"type": "ComputeRoot", "stage": {"type": "StageRef", "index": 1, "name": "B"}, '
+     '"bogus": 1}]', r"step ComputeRoot expects fields \['stage'\], got \['bogus', 'stage'\]"),
+    ("[" * 5000 + "]" * 5000, r"^schedule JSON: nested too deeply \(a schedule is a list of "
+                              r"flat steps\)"),
+    ("[" + '{"type": "ComputeRoot", "stage": ' * 3000 + "1" + "}" * 3000 + "]",
+     r"^schedule JSON: nested too deeply"),
+])
+def test_malformed_json_names_what_is_wrong(text, message):
+    with pytest.raises(te.ScheduleError, match=message):
+        _fresh().replay(text)
+
+
+def test_unknown_annotation_kind_is_named():
+    data = _split_steps()
+    data[1]["kind"] = "sideways"
+    with pytest.raises(te.ScheduleError, match=r"step 1 \(Annotate\): field 'kind' must be one "
+                                               r"of 'vectorized', 'unrolled', 'parallel', "
+                                               r"got 'sideways'"):
+        _fresh().replay(json.dumps(data))
+
+
+def test_replay_takes_a_json_string_or_steps_and_nothing_else():
+    A = te.placeholder((20,), name="A")
+    B = te.compute((20,), lambda i: A[i] * 2.0, name="B")
+    text = json.dumps(_split_steps())
+    want = str(te.lower(te.create_schedule(B.op).replay(text), [A, B]))
+    for steps in (S.from_json(text), list(S.from_json(text)), text.encode()):
+        assert str(te.lower(te.create_schedule(B.op).replay(steps), [A, B])) == want
+    with pytest.raises(te.ScheduleError, match=r"^replay: steps must be a to_json\(\) string "
+                                               r"or a sequence of steps, got int"):
+        te.create_schedule(B.op).replay(5)
+    with pytest.raises(te.ScheduleError, match=r"^replay: step 0 must be a step \(Split, "
+                                               r"Fuse, .*\), got dict"):
+        te.create_schedule(B.op).replay(json.loads(text))
