@@ -39,6 +39,11 @@ def prefetch_stmt(st: Stage, iv, tensor, offset: int, body: tuple, out_idx: tupl
     if not loads:
         raise LoweringError(f"{where}: the stage does not read '{tensor.name}' (was it "
                             f"inlined into the stage, or cached, after prefetch?)")
+    # a read whose index does not move with iv (layer_norm's shift x[i, 0] inside its row
+    # loop) is the one this iteration already makes: its cache line is in, and its hull
+    # with the moving reads would stretch the region back over the lines already read
+    moving = [x for x in loads if any(iv.var in E.free_vars(i) for i in x.indices)]
+    loads = moving or loads
     leaves = st.leaf_iter_vars
     inner = leaves[leaves.index(iv) + 1:]
     ranges = {x.var: (E.const(0, extents[x].dtype), extents[x] - 1) for x in inner}

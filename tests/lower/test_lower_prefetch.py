@@ -47,6 +47,23 @@ def test_inner_loop_prefetch_runs_into_the_next_row_and_stays_inside():
     assert text.count("prefetch(") == 1 and "for (i, 0, 7)" in text
 
 
+def test_a_read_that_does_not_move_with_the_loop_leaves_the_region_alone():
+    """B[i, j] = A[i, j] - A[i, 0] (layer_norm's shift): A[i, 0] is the same at every j, so
+    the prefetch covers the lines of A[i, j] ahead only, not the hull back to A[i, 0]."""
+    A = te.placeholder((8, 64), name="A")
+    B = te.compute((8, 64), lambda i, j: A[i, j] - A[i, 0], name="B")
+    s = te.create_schedule(B.op)
+    jo, ji = s[B].split(B.op.axis[1], factor=16)
+    s[B].prefetch(A, jo, 4)
+    text = str(te.lower(s, [A, B]))
+    assert "prefetch(&A[((i*64) + (j.outer*16)) + 64])" in text
+    assert text.count("prefetch(") == 1 and ".pf1" not in text
+    a = np.random.default_rng(0).uniform(0.5, 1.5, (8, 64)).astype(np.float32)
+    b = np.zeros_like(a)
+    te.build(s, [A, B])(a, b)
+    np.testing.assert_array_equal(b, a - a[:, :1])
+
+
 def test_write_prefetch_of_the_stage_output():
     s, A, B, jo, ji = _scale(8, 64, 16)
     s[B].prefetch(B, jo, 2)
