@@ -97,7 +97,7 @@ def test_softmax_scheduled(sched):
 
 
 def layer_norm_ref(x, gamma, beta, axes, eps=1e-5):
-    x = x.astype("float64")
+    x = x.astype(np.promote_types(x.dtype, "float64"))
     mean = x.mean(axis=axes, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
     shape = [x.shape[d] if d in axes else 1 for d in range(x.ndim)]
@@ -192,3 +192,47 @@ def test_softmax_special_values_match_numpy():
         out = np.zeros(rows.shape, "float32")
         te.build(s, [X, Y])(rows, out)
         np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-7, equal_nan=True)
+
+
+def _auto_default(Y):
+    # imported here: the auto space is only one of the two schedules this test compares
+    from te.autotune.auto_space import auto_schedule
+    from te.autotune.space import ConfigSpace
+    space = ConfigSpace()
+    auto_schedule(space, Y)
+    return auto_schedule(space.default(), Y)[0]
+
+
+def _constant_and_offset_rows(n, dtype, rng):
+    """Constant rows (exact, inexact in binary, large offsets, negative), rows of a large
+    offset plus noise smaller and larger than sqrt(epsilon), and plain random rows."""
+    rows = [np.full(n, c) for c in (5.0, 0.1, 1000.1, -3712.37, 1e6 / 3)]
+    constant = len(rows)
+    rows += [1000.0 + 1e-3 * rng.random(n), 1000.0 + rng.random(n), 1e4 + 1e-2 * rng.random(n),
+             rng.uniform(-2.0, 2.0, n), rng.uniform(0.5, 1.5, n)]
+    return np.stack(rows).astype(dtype), constant
+
+
+@pytest.mark.parametrize("schedule", ["default", "auto"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 301])
+def test_layer_norm_constant_and_offset_rows(schedule, dtype, n):
+    """A constant row normalizes to exactly beta (x - mean is exactly 0; a rounded mean
+    made it the rounding error times rsqrt(epsilon)), and a row of a large offset plus
+    noise keeps the noise's digits: numpy in float64 on the same inputs, with the default
+    schedule and the auto space's default config."""
+    rng = np.random.default_rng(n)
+    x, constant = _constant_and_offset_rows(n, dtype, rng)
+    g = rng.uniform(0.5, 1.5, n).astype(dtype)
+    b = rng.uniform(-1.0, 1.0, n).astype(dtype)
+    X = te.placeholder(x.shape, dtype, name="X")
+    G, B = te.placeholder((n,), dtype, name="gamma"), te.placeholder((n,), dtype, name="beta")
+    Y = ops.layer_norm(X, G, B)
+    s = te.create_schedule(Y.op) if schedule == "default" else _auto_default(Y)
+    out = np.full(x.shape, np.nan, dtype)
+    te.build(s, [X, G, B, Y])(x, g, b, out)
+    np.testing.assert_array_equal(out[:constant], np.broadcast_to(b, (constant, n)))
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    # the reference in long double: float64's own mean of 1e4 + noise is off in the 10th digit
+    want = layer_norm_ref(x.astype(np.longdouble), g, b, (1,)).astype("float64")
+    np.testing.assert_allclose(out, want, rtol=tol, atol=tol)

@@ -252,7 +252,8 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, axis=-1, epsilon: float =
                name: str = "T_layer_norm") -> Tensor:
     """(x - mean) / sqrt(var + epsilon) * gamma + beta over `axis` (an int or several axes),
     with the biased variance; gamma and beta have the shape of the normalized axes.
-    Stages <name>_mean, <name>_var and the result."""
+    Stages <name>_mean (the mean of x - x0, x0 the row's first element), <name>_var and
+    the result."""
     who = "layer_norm"
     check_tensor(x, who, "x")
     check_float(x, who, "x")
@@ -275,15 +276,25 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, axis=-1, epsilon: float =
 
     def normed(i):
         return tuple(v for d, v in enumerate(i) if d in axes)
+
+    def shifted(i):
+        # x minus its row's first element, exact when they are within a factor of 2: a
+        # constant row gives 0 in every term and then exactly beta, where a rounded mean
+        # (n terms of x / n) made x - mean nonzero, which rsqrt(var + epsilon) magnifies;
+        # a row of 1000 plus noise keeps the noise's digits (the shifted-data algorithm)
+        return x(*i) - x(*(0 if d in axes else v for d, v in enumerate(i)))
     # Each term is scaled by 1 / count, a multiply: a divide per element would run at the
     # divider's throughput whenever count is not a power of two (1 ulp from dividing).
     inv_count = 1.0 / count
     mean = reduce_over(x, axes, False, f"{name}_mean", "comm_reduce",
-                       lambda full, raxes: api.sum(x(*full) * inv_count, axis=raxes))
+                       lambda full, raxes: api.sum(shifted(full) * inv_count, axis=raxes))
+
+    def centered(i):
+        # two passes (the mean, then the mean of squared deviations), not E[x^2] - E[x]^2
+        return shifted(i) - mean(*kept(i))
     var = reduce_over(x, axes, False, f"{name}_var", "comm_reduce",
                       lambda full, raxes: api.sum(
-                          (x(*full) - mean(*kept(full))) * (x(*full) - mean(*kept(full)))
-                          * inv_count, axis=raxes))
-    return api.compute(x.shape, lambda *i: (x(*i) - mean(*kept(i)))
+                          centered(full) * centered(full) * inv_count, axis=raxes))
+    return api.compute(x.shape, lambda *i: centered(i)
                        * api.rsqrt(var(*kept(i)) + epsilon) * gamma(*normed(i))
                        + beta(*normed(i)), name=name, tag="injective")
