@@ -27,18 +27,32 @@ from . import ir
 from .device_split import DevicePlan, KernelPart
 from .device_sync import loaded_buffers, shared_arrays, stored_buffers
 
-# Floor division and modulo (Python's, te's floordiv/floormod) for any integer type; C's
-# `/` and `%` truncate toward zero.
+# Integer division and modulo with te's semantics for any integer type: floor (Python's,
+# te's floordiv/floormod) or truncating (C's `/` and `%`), and numpy's answers where C's
+# trap or overflow: x / 0 and x % 0 are 0, MIN / -1 wraps to MIN, MIN % -1 is 0.
 PRELUDE = """\
+template <typename T> __device__ __forceinline__ bool te_div_special(T b) {
+  return b == 0 || (T(-1) < T(0) && b == T(-1));
+}
+template <typename T> __device__ __forceinline__ T te_truncdiv(T a, T b) {
+  if (te_div_special(b)) return b == 0 ? T(0) : T(0ull - (unsigned long long)a);
+  return a / b;
+}
+template <typename T> __device__ __forceinline__ T te_truncmod(T a, T b) {
+  return te_div_special(b) ? T(0) : T(a % b);
+}
 template <typename T> __device__ __forceinline__ T te_floordiv(T a, T b) {
+  if (te_div_special(b)) return te_truncdiv(a, b);
   T q = a / b;
   return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 template <typename T> __device__ __forceinline__ T te_floormod(T a, T b) {
+  if (te_div_special(b)) return T(0);
   T r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 """
+_INT_DIVISION = ("floordiv", "floormod", "truncdiv", "truncmod")
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
           "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
@@ -95,7 +109,7 @@ def generate_cuda(func: ir.PrimFunc, plan: DevicePlan) -> CudaSource:
         kernels.append(KernelSource(part.name, tuple(slots), gen.uses_barriers))
         assert len(slots) == len(params)
     text = "\n".join(parts)
-    if "te_floordiv<" in text or "te_floormod<" in text:
+    if any(f"te_{op}<" in text for op in _INT_DIVISION):
         text = PRELUDE + "\n" + text
     return CudaSource(text, tuple(kernels))
 
@@ -297,12 +311,9 @@ class _KernelGen:
             if e.op == "truncmod":
                 return f"fmod{float_suffix}({a}, {b})"
         else:
-            if e.op in ("floordiv", "floormod"):
-                return f"te_{e.op}<{c_type(e.dtype)}>({a}, {b})"
-            if e.op in ("div", "truncdiv"):
-                return f"({a} / {b})"
-            if e.op == "truncmod":
-                return f"({a} % {b})"
+            if e.op in _INT_DIVISION or e.op == "div":
+                op = "truncdiv" if e.op == "div" else e.op
+                return f"te_{op}<{c_type(e.dtype)}>({a}, {b})"
         raise BuildError(f"te.build: target 'cuda' cannot generate operator {e.op!r}")
 
     def call(self, e: E.Call) -> str:

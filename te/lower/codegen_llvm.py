@@ -471,6 +471,32 @@ class FuncGen(BlockValues):
             return self.b.select(cmp("<" if op == "min" else ">", a, b), a, b)
         if op not in _INT_DIV_OPS:
             raise BuildError(f"Binary: operator {op!r} is not supported for dtype {dtype}")
+        divisor = _int_const(b)
+        if divisor is not None and divisor != 0 and (unsigned or divisor != -1):
+            return self.divide(op, unsigned, a, b)
+        return self.divide_guarded(op, unsigned, a, b)
+
+    def divide_guarded(self, op: str, unsigned: bool, a, b) -> ir.Value:
+        """Integer division or modulo with numpy's answers where the hardware traps: x / 0
+        and x % 0 give 0, MIN / -1 wraps to MIN and MIN % -1 gives 0. The divisor is made
+        safe first (1 in those cases), so no lane ever divides by 0 or overflows."""
+        zero = ir.Constant(a.type, None)
+        one = self.splat(self.const(_scalar_type(a.type), 1), _lanes_of(a)) \
+            if isinstance(a.type, ir.VectorType) else self.const(a.type, 1)
+        by_zero = self.b.icmp_unsigned("==", b, zero)
+        special = by_zero
+        if not unsigned:  # x / -1 is -x, which overflows for MIN
+            by_minus_one = self.b.icmp_signed("==", b, self.b.sub(zero, one))
+            special = self.b.or_(by_zero, by_minus_one)
+        q = self.divide(op, unsigned, a, self.b.select(special, one, b))
+        if op in ("floormod", "truncmod"):
+            return q  # x % 1 is 0, numpy's answer for both cases
+        if not unsigned:
+            q = self.b.select(by_minus_one, self.b.sub(zero, a), q)  # wraps for MIN
+        return self.b.select(by_zero, zero, q)
+
+    def divide(self, op: str, unsigned: bool, a, b) -> ir.Value:
+        """Integer division or modulo by a divisor that is neither 0 nor (signed) -1."""
         if not unsigned and op in ("floordiv", "floormod") and _positive_const(b):
             return self.floor_divmod_const(op, a, b)
         table = _UNSIGNED_BINOP if unsigned else _SIGNED_BINOP
@@ -633,6 +659,23 @@ def _wrap(value: int, width: int) -> int:
 
 def _positive_const(v) -> bool:
     return isinstance(v, ir.Constant) and type(v.constant) is int and v.constant > 0
+
+
+def _int_const(v) -> int | None:
+    """The value of an integer constant, or of a vector constant whose lanes are all equal."""
+    if not isinstance(v, ir.Constant):
+        return None
+    if isinstance(v.type, ir.VectorType):
+        lanes = v.constant
+        if not isinstance(lanes, list) or not lanes:
+            return None
+        values = {_int_const(lane) for lane in lanes}
+        return values.pop() if len(values) == 1 else None
+    return v.constant if type(v.constant) is int else None
+
+
+def _scalar_type(t: ir.Type) -> ir.Type:
+    return t.element if isinstance(t, ir.VectorType) else t
 
 
 def _lanes_of(v) -> int:

@@ -83,11 +83,12 @@ def test_floor_and_trunc_division_on_negative_ints(dtype):
     assert list(run_binary(dtype, te.floormod, a, b)[:4]) == [1, -1, -1, 1]
 
 
-def test_integer_division_by_zero_raises():
+def test_integer_division_by_zero_gives_numpy_answers():
     a, b = random_array("int32"), random_array("int32", nonzero=True)
-    b[5] = 0
-    with pytest.raises(ZeroDivisionError):
-        run_binary("int32", te.floordiv, a, b)
+    b[5], a[6], b[6] = 0, -2**31, -1
+    for make, expected in [(te.floordiv, [0, -2**31]), (te.floormod, [0, 0]),
+                           (te.truncdiv, [0, -2**31]), (te.truncmod, [0, 0])]:
+        assert list(run_binary("int32", make, a, b)[5:7]) == expected
 
 
 def test_float_division_ops():
