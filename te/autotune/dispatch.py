@@ -104,10 +104,13 @@ class apply_history_best:
     def __init__(self, log: str, target: str = "llvm"):
         if not isinstance(log, (str, os.PathLike)):
             raise ArgumentError(f"apply_history_best: log must be a file path, got {log!r}")
-        if not os.path.isfile(log):
+        if not os.path.exists(log):
             # A mistyped path would otherwise silently give untuned code.
-            what = "is a directory" if os.path.isdir(log) else "does not exist"
-            raise ArgumentError(f"apply_history_best: log '{log}' {what}")
+            raise ArgumentError(f"apply_history_best: log '{log}' does not exist")
+        try:
+            R.check_regular(log)
+        except ValueError as err:
+            raise ArgumentError(f"apply_history_best: {err}") from None
         self.log, self.target = log, target
         version = package_version()
         measured: dict = {}

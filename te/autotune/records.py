@@ -12,8 +12,10 @@ import fcntl
 import json
 import math
 import os
+import stat
 import statistics
 import time
+import warnings
 from dataclasses import dataclass, field
 
 RECORD_VERSION = 1
@@ -32,14 +34,34 @@ ERROR_KINDS = (INSTANTIATION_ERROR, LOWER_ERROR, COMPILE_ERROR, RUNTIME_ERROR, W
 TRANSIENT_ERRORS = (RUNTIME_ERROR, CRASH, TIMEOUT)
 
 
+# Record.to_line sorts its keys, so every record line starts with this: a line cut short
+# by a crash while it was written is a prefix of a record line.
+LINE_START = '{"config":'
+_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (fifo)"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                (stat.S_ISSOCK, "a socket"))
+
+
+def check_regular(path: str) -> None:
+    """Refuse an existing path that is not a regular file, by os.stat alone: opening a
+    fifo blocks until someone writes to it, and a device or directory is no log."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # missing (a new log) or unreachable: opening it says what is wrong
+    for test, what in _NOT_REGULAR:
+        if test(mode):
+            raise ValueError(f"log: '{path}' is {what}, not a regular file")
+
+
 def check_log_path(path: str) -> None:
     """Refuse a log that cannot be appended to, or an existing file that is not a tuning log
-    (so a mistyped --log never appends JSON to someone's script), before any measurement."""
-    if os.path.isdir(path):
-        raise ValueError(f"log: expected a file path, got the directory '{path}'")
+    (so a mistyped --log never appends JSON to someone's script), before any measurement.
+    A file whose only lines are records cut short by a crash is a tuning log."""
+    check_regular(path)
     if os.path.exists(path) and os.path.getsize(path) > 0:
-        records, skipped = load_records(path)
-        if not records and skipped:
+        records, skipped, cut = _read_log(path)
+        if not records and skipped > cut:
             raise ValueError(f"log: '{path}' is not a te tuning log (none of its lines is a "
                              f"record); choose another file")
     try:
@@ -110,6 +132,7 @@ class Record:
 def append_record(path: str, record: Record) -> None:
     """Append one record as one line; safe against concurrent appenders and crashes."""
     data = record.to_line().encode()
+    check_regular(path)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -127,12 +150,24 @@ def append_record(path: str, record: Record) -> None:
 
 
 def load_records(path: str) -> tuple:
-    """(records, skipped): every readable record in the file, and how many lines were not."""
-    records, skipped = [], 0
+    """(records, skipped): every readable record in the file, and how many lines were not;
+    warns when some of those are records cut short by a crash."""
+    records, skipped, cut = _read_log(path)
+    if cut:
+        warnings.warn(f"log '{path}': skipped {cut} line{'s' if cut > 1 else ''} cut short "
+                      f"(a crash while it was written)", stacklevel=2)
+    return records, skipped
+
+
+def _read_log(path: str) -> tuple:
+    """(records, skipped, cut): cut counts the skipped lines that begin as a record does."""
+    records, skipped, cut = [], 0, 0
+    check_regular(path)
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
-        return [], 0
+        return [], 0, 0
+    start = LINE_START.encode()
     with fh:
         for raw in fh:
             line = raw.strip()
@@ -140,13 +175,18 @@ def load_records(path: str) -> tuple:
                 continue
             try:
                 d = json.loads(line)
+            except ValueError:  # not JSON (nor UTF-8): maybe a record cut short
+                skipped += 1
+                cut += line.startswith(start) or start.startswith(line)
+                continue
+            try:
                 if d.get("v") != RECORD_VERSION:
                     skipped += 1
                     continue
                 records.append(Record.from_json_dict(d))
             except (ValueError, KeyError, TypeError, AttributeError):
                 skipped += 1
-    return records, skipped
+    return records, skipped, cut
 
 
 def config_key(config: dict) -> str:

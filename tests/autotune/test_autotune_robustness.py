@@ -156,3 +156,57 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:  # a zombie is dead
         return f.read().split()[2] != "Z"
+
+
+@pytest.fixture
+def no_hang():
+    """Fail instead of hanging forever (opening a fifo blocks until a writer comes)."""
+    def hung(signum, frame):
+        raise TimeoutError("blocked for 30 s")
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("kind, what", [("fifo", r"a named pipe \(fifo\)"),
+                                        ("device", "a character device"),
+                                        ("directory", "a directory")])
+def test_a_log_that_is_not_a_regular_file_is_refused_without_opening_it(tmp_path, no_hang,
+                                                                        kind, what):
+    path = str(tmp_path / "log.jsonl")
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path = "/dev/null"
+    else:
+        os.mkdir(path)
+    message = f"log: '{path}' is {what}, not a regular file"
+    B, _ = _double()
+    with pytest.raises(te.ArgumentError, match=r"^te.autotune: " + message):
+        te.autotune(B, trials=2, verbose=0, log=path)
+    with pytest.raises(te.ArgumentError, match=r"^apply_history_best: " + message):
+        te.autotune.apply_history_best(path)
+    with pytest.raises(ValueError, match="^" + message):
+        R.load_records(path)
+    with pytest.raises(ValueError, match="^" + message):
+        R.append_record(path, R.Record("w", "llvm", "0", {"knobs": {}},
+                                       R.MeasureResult((1e-3,))))
+
+
+def test_a_log_holding_one_cut_off_record_is_resumed_with_a_warning(tmp_path):
+    """A crash while the first record was written leaves one cut line: the log is the
+    tuner's own, not someone's file."""
+    log = tmp_path / "log.jsonl"
+    line = R.Record("w", "llvm", "0", {"knobs": {}}, R.MeasureResult((1e-3,))).to_line()
+    log.write_text(line[:40])
+    B, _ = _double()
+    with pytest.warns(UserWarning, match=r"log '.*log.jsonl': skipped 1 line cut short "
+                                         r"\(a crash while it was written\)"):
+        res = te.autotune(B, trials=2, tuner="grid", verbose=0, log=str(log),
+                          measure_option=MeasureOptions(**FAST))
+    assert len(res.history) == 2
+    with pytest.warns(UserWarning, match=r"skipped 1 line cut short"):
+        records, skipped = R.load_records(str(log))
+    assert len(records) >= 2 and skipped == 1

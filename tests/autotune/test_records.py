@@ -39,10 +39,12 @@ def test_truncated_last_line_is_skipped_and_next_append_is_safe(tmp_path):
         R.append_record(log, _rec(k))
     with open(log, "ab") as fh:           # a writer died half way through a line
         fh.write(_rec(7).to_line().encode()[:25])
-    recs, skipped = R.load_records(log)
+    with pytest.warns(UserWarning, match=r"skipped 1 line cut short"):
+        recs, skipped = R.load_records(log)
     assert len(recs) == 3 and skipped == 1
     R.append_record(log, _rec(4))
-    recs, skipped = R.load_records(log)
+    with pytest.warns(UserWarning, match=r"skipped 1 line cut short"):
+        recs, skipped = R.load_records(log)
     assert [r.config["knobs"]["t"][1] for r in recs] == [0, 1, 2, 4] and skipped == 1
 
 
@@ -160,3 +162,30 @@ def test_re_measured_leaders_are_ranked_by_their_re_measurements(tmp_path):
         R.append_record(log, R.Record("w", "llvm", "v", config, result))
     best = R.best_records(log)["w"]
     assert best.config == steady and best.result.median == pytest.approx(1.1e-3)
+
+
+def test_every_record_line_starts_as_a_cut_line_is_recognised():
+    # records.LINE_START is how a line cut short by a crash is told from someone's file
+    for k in range(3):
+        assert _rec(k, ok=k != 1).to_line().startswith(R.LINE_START)
+
+
+@pytest.mark.parametrize("cut", [1, 5, 40])
+def test_a_longer_log_with_a_cut_last_line_warns(tmp_path, cut):
+    log = str(tmp_path / "r.jsonl")
+    R.append_record(log, _rec(0))
+    with open(log, "ab") as fh:
+        fh.write(_rec(1).to_line().encode()[:cut])
+    with pytest.warns(UserWarning, match=r"skipped 1 line cut short \(a crash while it was "
+                                         r"written\)"):
+        recs, skipped = R.load_records(log)
+    assert len(recs) == 1 and skipped == 1
+    R.check_log_path(log)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1}', "print('x')", '{"config": 1}\n'])
+def test_a_file_of_other_lines_is_still_not_a_tuning_log(tmp_path, text):
+    path = tmp_path / "other.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=r"is not a te tuning log"):
+        R.check_log_path(str(path))
