@@ -16,6 +16,7 @@ import warnings
 from functools import lru_cache
 
 import llvmlite.binding as llvm
+from llvmlite.binding.newpassmanagers import NewPassManager
 
 from . import threadpool
 from .errors import RuntimeBuildError
@@ -102,7 +103,21 @@ def _optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int,
     pto.slp_vectorization = vectorize and slp
     pto.loop_unrolling = opt_level >= 1
     pass_builder = llvm.create_pass_builder(tm, pto)
-    pass_builder.getModulePassManager().run(module, pass_builder)
+    pass_manager = pass_builder.getModulePassManager()
+    try:
+        pass_manager.run(module, pass_builder)
+    finally:
+        _dispose_pass_manager(pass_manager)
+
+
+def _dispose_pass_manager(pass_manager: llvm.ModulePassManager) -> None:
+    """Free a module pass manager's pipeline (and what its passes keep between runs).
+
+    llvmlite 0.50 never does: in ModulePassManager's bases ObjectRef's no-op _dispose comes
+    before NewPassManager's, so each optimized module left its whole pipeline behind.
+    Detached afterwards, so a llvmlite that frees it itself cannot free it twice."""
+    NewPassManager._dispose(pass_manager)
+    pass_manager.detach()
 
 
 def _optimized(module: llvm.ModuleRef, ll_text: str, tm: llvm.TargetMachine,
