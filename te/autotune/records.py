@@ -199,21 +199,28 @@ def rank_by_config(measured: list) -> list:
     MeasureResult, item) triples in the order they were measured, failed ones ignored.
     A config's first measurement is its trial; later ones are re-measurements (the tuner
     re-measures its leaders at the end of a run, in turn, so they share the machine's
-    state). Re-measured configs rank first, by the median of their re-measurements, so
-    neither one lucky trial nor a trial taken while the machine was faster decides the
-    winner (on a shared VM the same kernel measured 4.3 ms and, minutes later, 6.7-9 ms);
-    the others follow by their trial."""
+    state). Re-measured configs rank by the median of their re-measurements, ahead of the
+    configs never re-measured, so neither one lucky trial nor a trial taken while the
+    machine was faster decides the winner (on a shared VM the same kernel measured 4.3 ms
+    and, minutes later, 6.7-9 ms); those follow by their trial. Except: a config never
+    re-measured whose trial beats every re-measured config's trial was logged after the
+    re-measurement, or by a run stopped before it, and would have led it: those rank
+    first, by their trial."""
     groups: dict = {}
     for config, result, item in measured:
         if result.ok:
             groups.setdefault(config_key(config), []).append((result.median, item))
-    ranked = []
+    ranked = []   # (re-measured, cost, trial, fastest item)
     for g in groups.values():
         again = g[1:]
         cost = statistics.median(c for c, _ in again) if again else g[0][0]
-        ranked.append((not again, cost, min(g, key=lambda x: x[0])[1]))
-    ranked.sort(key=lambda x: x[:2])
-    return [(cost, item) for _, cost, item in ranked]
+        ranked.append((bool(again), cost, g[0][0], min(g, key=lambda x: x[0])[1]))
+    first_trial = min((trial for again, _, trial, _ in ranked if again), default=math.inf)
+
+    def tier(again: bool, trial: float) -> int:
+        return 1 if again else (0 if trial < first_trial else 2)
+    ranked.sort(key=lambda x: (tier(x[0], x[2]), x[1]))
+    return [(cost, item) for _, cost, _, item in ranked]
 
 
 def rank_trials(measured: list) -> list:

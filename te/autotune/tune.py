@@ -334,7 +334,7 @@ def tune(task, trials: int = 500, target: str = "llvm", log: str | None = None,
             tuner_obj.update(batch, res)
             new += len(batch)
             progress.show(result, new)
-        if new:
+        if new or not _leaders_confirmed(result):
             _confirm_leaders(runner, task, result, parallel, log, version)
     progress.show(result, new, final=True)
     return result
@@ -353,12 +353,29 @@ CONFIRM_TOP = 3
 CONFIRM_ROUNDS = 5
 
 
+def _leaders(result: TuneResult) -> list:
+    """The CONFIRM_TOP configs of the best trials (Trials), best first."""
+    return [trial for _, trial in R.rank_trials(
+        [(t.config, t.result, t) for t in result.history])[:CONFIRM_TOP]]
+
+
+def _leaders_confirmed(result: TuneResult) -> bool:
+    """Whether each leader has its CONFIRM_ROUNDS re-measurements (failed ones count): a
+    resumed run whose last run stopped before re-measuring finishes that step."""
+    leaders = _leaders(result)
+    counts: dict = {}
+    for t in result.confirmations:
+        key = R.config_key(t.config)
+        counts[key] = counts.get(key, 0) + 1
+    return len(leaders) < 2 or all(counts.get(R.config_key(t.config), 0) >= CONFIRM_ROUNDS
+                                   for t in leaders)
+
+
 def _confirm_leaders(runner, task, result: TuneResult, parallel: bool, log, version) -> None:
     """Measure the CONFIRM_TOP best configs again, CONFIRM_ROUNDS times each; the
     measurements decide among them (TuneResult.confirmations, and the log, where
     R.rank_by_config ranks the leaders by the median of these)."""
-    leaders = [trial for _, trial in R.rank_trials(
-        [(t.config, t.result, t) for t in result.history])[:CONFIRM_TOP]]
+    leaders = _leaders(result)
     if len(leaders) < 2:
         return
     jobs, kept = [], []
@@ -410,8 +427,6 @@ def _resume(result: TuneResult, tuner_obj, task, log, target: str, version: str)
     for rec in R.load_records(log)[0]:
         if rec.workload != task.key or rec.target != target or rec.version != version:
             continue
-        if rec.result.error in R.TRANSIENT_ERRORS:
-            continue  # a timeout or crash may pass (machine load): measure it again
         try:
             cfg = ConfigEntity.from_json_dict(task.space, rec.config)
         except ScheduleError:
@@ -420,6 +435,8 @@ def _resume(result: TuneResult, tuner_obj, task, log, target: str, version: str)
             # a repeated measurement (a leader confirmed at the end of a run)
             result.confirmations.append(Trial(rec.config, rec.result))
             continue
+        if rec.result.error in R.TRANSIENT_ERRORS:
+            continue  # a timeout or crash may pass (machine load): measure it again
         tuner_obj.visited.add(cfg.index)
         configs.append(cfg)
         res.append(rec.result)

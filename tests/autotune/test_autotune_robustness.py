@@ -210,3 +210,27 @@ def test_a_log_holding_one_cut_off_record_is_resumed_with_a_warning(tmp_path):
     with pytest.warns(UserWarning, match=r"skipped 1 line cut short"):
         records, skipped = R.load_records(str(log))
     assert len(records) >= 2 and skipped == 1
+
+
+def test_a_run_stopped_before_its_re_measurement_is_finished_by_a_resume(tmp_path,
+                                                                        monkeypatch):
+    from te.autotune import tune as T
+    log = str(tmp_path / "log.jsonl")
+    B, _ = _double(64)
+    opts = MeasureOptions(**FAST)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    with monkeypatch.context() as m:
+        m.setattr(T, "_confirm_leaders", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            te.autotune(B, trials=4, tuner="grid", verbose=0, log=log, measure_option=opts)
+    assert len(R.load_records(log)[0]) == 4     # the trials, no re-measurement
+    again = te.autotune(B, trials=4, tuner="grid", verbose=0, log=log, measure_option=opts)
+    assert len(again.history) == 4
+    assert len(again.confirmations) == T.CONFIRM_TOP * T.CONFIRM_ROUNDS
+    assert len(R.load_records(log)[0]) == 4 + T.CONFIRM_TOP * T.CONFIRM_ROUNDS
+    # finished: a third run with the same trials has nothing left to do
+    third = te.autotune(B, trials=4, tuner="grid", verbose=0, log=log, measure_option=opts)
+    assert len(third.confirmations) == T.CONFIRM_TOP * T.CONFIRM_ROUNDS
+    assert len(R.load_records(log)[0]) == 4 + T.CONFIRM_TOP * T.CONFIRM_ROUNDS

@@ -189,3 +189,41 @@ def test_a_file_of_other_lines_is_still_not_a_tuning_log(tmp_path, text):
     path.write_text(text)
     with pytest.raises(ValueError, match=r"is not a te tuning log"):
         R.check_log_path(str(path))
+
+
+def test_a_config_logged_after_the_re_measurement_and_faster_than_its_leaders_ranks_first(
+        tmp_path):
+    # A run re-measured its leaders (a, b); a later run, stopped before its own
+    # re-measurement, logged "fast" with a trial 10x faster than any leader's trial: it
+    # would have led that re-measurement, and is the best config the log knows
+    a, b, fast, slow = ({"knobs": {"k": k}} for k in range(4))
+    measured = [(a, _result(1.0), "a1"), (b, _result(1.1), "b1"), (slow, _result(1.2), "w1"),
+                (a, _result(1.2), "a2"), (b, _result(1.15), "b2"),
+                (fast, _result(0.1), "f1")]
+    ranked = R.rank_by_config(measured)
+    assert [item for _, item in ranked] == ["f1", "b1", "a1", "w1"]
+    assert ranked[0][0] == pytest.approx(0.1e-3)
+    log = str(tmp_path / "t.jsonl")
+    for config, result, _ in measured:
+        R.append_record(log, R.Record("w", "llvm", "v", config, result))
+    assert R.best_records(log)["w"].config == fast
+
+
+def test_apply_history_best_takes_a_fast_config_logged_after_the_re_measurement(tmp_path):
+    import te
+    from te.autotune.auto_space import auto_schedule
+    from te.autotune.space import ConfigSpace
+    from te.autotune.workload import graph_key, package_version
+    from te.compute import ops
+    A, B = te.placeholder((16, 16), name="A"), te.placeholder((16, 16), name="B")
+    C = ops.matmul(A, B)
+    space = ConfigSpace()
+    auto_schedule(space, C)
+    leader, other, fast = (space.get(k).to_json_dict() for k in (0, 1, len(space) - 1))
+    log = str(tmp_path / "mm.jsonl")
+    key, ver = graph_key(C), package_version()
+    for config, ms in [(leader, 1.0), (other, 1.1)] + [(leader, 1.0), (other, 1.1)] * 5 + \
+            [(fast, 0.1)]:
+        R.append_record(log, R.Record(key, "llvm", ver, config, _result(ms), 1.0))
+    s, _ = te.autotune.load_best(log, C)
+    assert s.to_json() == auto_schedule(space.from_json_dict(fast), C)[0].to_json()
