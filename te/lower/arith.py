@@ -53,10 +53,15 @@ class Linear:
                       self.const * c)
 
     def to_expr(self) -> Expr:
-        """Positive terms first, then the constant, then subtracted negative terms."""
+        """Positive terms first, then the constant, then subtracted negative terms.
+
+        Coefficients are taken modulo 2**bits (the generated code wraps), so the result is
+        the same number as the expression this form came from, even where that wrapped."""
         d = self.dtype
-        pos = [(a, c) for a, c in self.terms.values() if c > 0]
-        neg = [(a, -c) for a, c in self.terms.values() if c < 0]
+        terms = [(a, _wrap_coeff(c, d)) for a, c in self.terms.values()]
+        pos = [(a, c) for a, c in terms if c > 0]
+        neg = [(a, -c) for a, c in terms if c < 0]
+        const = _wrap_coeff(self.const, d)
 
         def term(atom, c):
             return atom if c == 1 else Binary(d, "mul", atom, Const(d, c))
@@ -64,11 +69,11 @@ class Linear:
         for atom, c in pos:
             out = term(atom, c) if out is None else Binary(d, "add", out, term(atom, c))
         if out is None:
-            out = Const(d, self.const) if (self.const != 0 or not neg) else None
-        elif self.const > 0:
-            out = Binary(d, "add", out, Const(d, self.const))
-        elif self.const < 0:
-            neg.append((Const(d, -self.const), 1))
+            out = Const(d, const) if (const != 0 or not neg) else None
+        elif const > 0:
+            out = Binary(d, "add", out, Const(d, const))
+        elif const < 0:
+            neg.append((Const(d, -const), 1))
         for atom, c in neg:
             out = Binary(d, "sub", Const(d, 0) if out is None else out, term(atom, c))
         return out
@@ -78,14 +83,26 @@ def _is_int_scalar(e: Expr) -> bool:
     return dt.is_integral(e.dtype) and dt.lanes(e.dtype) == 1
 
 
+def _wrap_coeff(c: int, dtype: str) -> int:
+    """`c` as the generated code holds it: an integer of `dtype` (negated MIN stays MIN,
+    which only a wrapping form can ask for). Other dtypes (floats never get here) as is."""
+    return E._wrap(c, dtype) if dt.is_integral(dtype) else c
+
+
 class Analyzer:
     """Simplifies integer expressions using known constant ranges of variables.
 
     Results are remembered per expression node (by identity) until a range changes, so a
     subtree shared by many statements (unrolled copies) is analyzed once.
+
+    Signed 32/64-bit arithmetic is taken as exact (index semantics: storage_flatten computes
+    in int64 what could overflow int32) unless `wraps`: then it wraps around as the
+    generated code of data arithmetic does (numpy's semantics), and floordiv, floormod,
+    min, max and comparisons are decided only where `exact` proves no wrap around.
     """
 
-    def __init__(self, ranges: dict | None = None):
+    def __init__(self, ranges: dict | None = None, wraps: bool = False):
+        self.wraps = wraps
         self._ranges: dict = dict(ranges or {})  # Var -> (lo, hi) inclusive ints
         self._linear_memo: dict = {}  # id(expr) -> (expr, Linear)
         self._simplify_memo: dict = {}  # id(expr) -> (expr, simplified expr)
@@ -155,11 +172,30 @@ class Analyzer:
     def const_bound(self, e: Expr) -> tuple:
         """(lo, hi) ints bounding integer expression e, with None for an unknown end."""
         lo, hi = self._const_bound(e)
-        if isinstance(e, Binary) and _is_int_scalar(e) and not _no_wrap(e.dtype):
+        if isinstance(e, Binary) and _is_int_scalar(e):
             tlo, thi = dtype_range(e.dtype)
-            if lo is None or hi is None or lo < tlo or hi > thi:
+            if _no_wrap(e.dtype):
+                if self.wraps and ((lo is not None and lo < tlo)
+                                   or (hi is not None and hi > thi)):
+                    return None, None  # the exact result may wrap around: unknown
+            elif lo is None or hi is None or lo < tlo or hi > thi:
                 return tlo, thi  # the exact result would wrap around
         return lo, hi
+
+    def exact(self, e: Expr) -> bool:
+        """Whether integer expression e provably does not wrap around: its linear form,
+        evaluated over unbounded integers, stays in e's dtype, so the value the generated
+        code computes is the mathematical one the rules below reason about."""
+        return self._fits_exactly(self.linear(e), e.dtype)
+
+    def _fits_exactly(self, lin: Linear, dtype: str) -> bool:
+        tlo, thi = dtype_range(dtype)
+        lo = hi = lin.const
+        for atom, c in lin.terms.values():
+            alo, ahi = self.const_bound(atom)
+            alo, ahi = (tlo if alo is None else alo), (thi if ahi is None else ahi)
+            lo, hi = lo + min(c * alo, c * ahi), hi + max(c * alo, c * ahi)
+        return tlo <= lo and hi <= thi
 
     def _const_bound(self, e: Expr) -> tuple:
         if isinstance(e, Const):
@@ -243,6 +279,8 @@ class Analyzer:
             # Narrow and unsigned integers wrap in the generated code (as in numpy), so the
             # exact-integer reasoning below would be unsound for them.
             return e
+        if self.wraps and not (self.exact(a) and self.exact(b)):
+            return e  # these may wrap too: the rules below need the exact values
         if op in ("floordiv", "floormod") and isinstance(b, Const) and b.value > 0:
             return self._divmod(op, a, int(b.value), e.dtype)
         if op in ("min", "max"):
@@ -280,6 +318,8 @@ class Analyzer:
                        lin.const // c)
         rest = Linear(dtype, {k: [t, v] for k, (t, v) in lin.terms.items() if v % c != 0},
                       lin.const % c)
+        if self.wraps and not self._fits_exactly(rest, dtype):
+            return Binary(dtype, op, a, Const(dtype, c))  # the part left to divide may wrap
         lo, hi = self.const_bound(rest.to_expr())
         if lo is not None and hi is not None and lo // c == hi // c:
             if op == "floordiv":
@@ -301,7 +341,7 @@ def dtype_range(dtype: str) -> tuple:
 
 
 def _no_wrap(dtype: str) -> bool:
-    """Signed 32/64-bit index arithmetic is assumed not to overflow (as TVM and C do)."""
+    """Signed 32/64-bit integers, exact as index arithmetic (see Analyzer's `wraps`)."""
     return dt.is_int(dtype) and dt.bits(dtype) >= 32
 
 

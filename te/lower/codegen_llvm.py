@@ -157,6 +157,10 @@ class FuncGen(BlockValues):
         self.init_block_values()
         self._const_exprs: dict = {}  # (dtype, value) of a Const node -> its constant
         self._expr_methods: dict = {}  # expression type -> bound expr_<Type> method
+        # While generating a Load/Store index or loop bounds: signed arithmetic there is
+        # proven not to wrap (storage_flatten computes in int64 what could overflow int32),
+        # and `nsw` lets LLVM turn sext(i*n + j) into an affine address. Data wraps.
+        self.in_index = False
         # Inside a loop with pragma "nontemporal_store": dense vector stores to argument
         # buffers bypass the caches; a function that made any fences them before returning.
         self.nontemporal = False
@@ -222,9 +226,9 @@ class FuncGen(BlockValues):
         value = self.to_mem(self.expr(s.value), s.value.dtype)
         align = elem_bytes(buf.dtype)
         if n == 1:
-            self.store(buf.data, value, self.address(buf, self.expr(s.index)), align)
+            self.store(buf.data, value, self.address(buf, self.index_value(s.index)), align)
         elif _is_dense_ramp(s.index):
-            ptr = self.address(buf, self.expr(s.index.base))
+            ptr = self.address(buf, self.index_value(s.index.base))
             if (self.nontemporal and buf.data in self.mod.param_data
                     and cgmath.nontemporal_store(self, value, ptr, align)):
                 self.made_nontemporal = True
@@ -232,7 +236,7 @@ class FuncGen(BlockValues):
             else:
                 self.store(buf.data, value, ptr, align)
         else:  # scatter, lane by lane
-            index = self.expr(s.index)
+            index = self.index_value(s.index)
             for k in range(n):
                 lane = self.b.extract_element(value, I32(k))
                 ptr = self.address(buf, self.b.extract_element(index, I32(k)))
@@ -314,7 +318,7 @@ class FuncGen(BlockValues):
 
     def _emit_loop(self, s: tir.For) -> None:
         """A loop that runs in this function (serial, unrolled or vectorized)."""
-        lo = self.expr(s.min)
+        lo = self.index_value(s.min)
         if (s.kind == tir.UNROLLED and isinstance(s.extent, E.Const)
                 and int(s.extent.value) <= _FULL_UNROLL_LIMIT):
             for k in range(int(s.extent.value)):
@@ -329,7 +333,8 @@ class FuncGen(BlockValues):
         elif (s.kind == tir.SERIAL and not tir.has_pragma(s, "vectorize_hint")
               and _strided_store(s)):
             metadata = self.mod.loop_metadata("llvm.loop.vectorize.enable", I1(0))
-        self.loop(s.loop_var, lo, self.expr(s.extent), lambda: self.stmt(s.body), metadata)
+        self.loop(s.loop_var, lo, self.index_value(s.extent), lambda: self.stmt(s.body),
+                  metadata)
 
     def loop(self, var: E.Var, lo, extent, body, metadata=None) -> None:
         """for (var = lo; var < lo + extent; ++var) body(), counting in var's dtype."""
@@ -388,6 +393,14 @@ class FuncGen(BlockValues):
                 raise BuildError(f"LLVM codegen: unsupported expression {type(e).__name__}")
             self._expr_methods[type(e)] = method
         return method(e)
+
+    def index_value(self, e: E.Expr) -> ir.Value:
+        """`e` generated as index arithmetic (see `in_index`)."""
+        outer, self.in_index = self.in_index, True
+        try:
+            return self.expr(e)
+        finally:
+            self.in_index = outer
 
     def expr_Var(self, e: E.Var) -> ir.Value:
         if e not in self.env:
@@ -450,7 +463,7 @@ class FuncGen(BlockValues):
 
     def binary(self, op: str, dtype: str, a, b) -> ir.Value:
         """`a op b`; pure, so computed once per block for the same operand values."""
-        key = (op, dtype, a, b)
+        key = (op, dtype, a, b, self.in_index)
         out = self.reuse(key)
         return out if out is not None else self.keep(key, self._binary(op, dtype, a, b))
 
@@ -461,11 +474,8 @@ class FuncGen(BlockValues):
             return self.float_binary(op, dtype, a, b)
         unsigned = dt.is_uint(dtype) or dt.is_bool(dtype)
         if op in _INT_BINOP:
-            # Signed index arithmetic does not wrap (as in TVM and C), which lets LLVM turn
-            # sext(i*n + j) into an affine address; narrower ints wrap like numpy.
-            wide_signed = (dt.is_int(dtype) and dt.bits(dtype) >= 32
-                           and op in ("add", "sub", "mul"))
-            return self.int_op(op, a, b, ["nsw"] if wide_signed else [])
+            no_wrap = self.in_index and dt.is_int(dtype) and op in ("add", "sub", "mul")
+            return self.int_op(op, a, b, ["nsw"] if no_wrap else [])
         if op in ("min", "max"):
             cmp = self.b.icmp_unsigned if unsigned else self.b.icmp_signed
             return self.b.select(cmp("<" if op == "min" else ">", a, b), a, b)
@@ -586,12 +596,12 @@ class FuncGen(BlockValues):
         buf, n = e.buffer, dt.lanes(e.dtype)
         align = elem_bytes(buf.dtype)
         if n == 1:
-            ptr = self.address(buf, self.expr(e.index))
+            ptr = self.address(buf, self.index_value(e.index))
             return self.from_mem(self.load(buf.data, ptr, mem_type(e.dtype), align), e.dtype)
         if _is_dense_ramp(e.index):
-            ptr = self.address(buf, self.expr(e.index.base))
+            ptr = self.address(buf, self.index_value(e.index.base))
             return self.from_mem(self.load(buf.data, ptr, mem_type(e.dtype), align), e.dtype)
-        index = self.expr(e.index)  # gather, lane by lane
+        index = self.index_value(e.index)  # gather, lane by lane
         lanes = []
         for k in range(n):
             ptr = self.address(buf, self.b.extract_element(index, I32(k)))

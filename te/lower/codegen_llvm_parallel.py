@@ -66,7 +66,7 @@ def emit_parallel_for(gen, s: tir.For) -> None:
     """Outline the body of parallel loop `s`; threads claim contiguous chunks of it."""
     mod = gen.mod
     b = gen.b
-    lo, extent = gen.expr(s.min), gen.expr(s.extent)
+    lo, extent = gen.index_value(s.min), gen.index_value(s.extent)
     captured = [v for v in free_vars(s.body) if v in gen.env and v is not s.loop_var]
     # Field 2, the status a failed heap allocation in the body records (0: success);
     # field 3, the next unclaimed iteration (relative to lo; 64-bit, so that claims past

@@ -18,7 +18,8 @@ from ..visitor import Mutator
 
 class _Simplify(Mutator):
     def __init__(self, ranges: dict | None):
-        self.ana = Analyzer(ranges)
+        # Data and index expressions alike: signed arithmetic may wrap (numpy's semantics).
+        self.ana = Analyzer(ranges, wraps=True)
 
     def visit_expr(self, e: E.Expr) -> E.Expr:
         # The analyzer simplifies the whole tree itself; visiting children first would
