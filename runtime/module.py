@@ -2,20 +2,22 @@
 
 Takes a CpuLibrary (JIT) or a shared library path; gives Module (check arguments, call through
 ctypes, time, show source, export a .so) and load_module(). An exported .so carries its own
-signature (global `__te_signature`, NUL-terminated JSON) and IR text (`__te_source_ll`), so the
-file alone is enough. Imports numpy, llvmlite (via runtime.cpu) and runtime modules.
+signature (`__te_signature`, JSON) and IR text (`__te_source_ll`): the file alone is enough.
+Writes and reads regular files only. Imports numpy, llvmlite (via cpu) and runtime modules.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, NoReturn, Protocol
 
-from . import cpu, threadpool
+from . import cpu, elf, threadpool
 from .checker import ArgumentChecker
 from .errors import RuntimeBuildError
 from .signature import ArgSpec, KernelSignature, ScalarSpec
@@ -43,15 +45,18 @@ class SharedLibrary:
         # A bare name ("libfoo.so") goes through the loader's search path, like dlopen.
         self.path = os.path.abspath(path) if os.sep in path else path
         self.image: bytes | None = None
-        try:
-            if os.sep in path:
-                with open(self.path, "rb") as handle:
-                    self.image = handle.read()
-                self._dll = _dlopen_private_copy(self.image)
-            else:
+        where = f"cannot load shared library '{self.path}'"
+        if os.sep not in path:
+            try:
                 self._dll = ctypes.CDLL(self.path)
-        except OSError as error:
-            raise RuntimeBuildError(f"cannot load shared library '{self.path}': {error}") from None
+            except OSError as error:
+                raise RuntimeBuildError(f"{where}: {error}") from None
+            return
+        self.image = _read_regular_file(self.path, where)
+        problem = elf.image_problem(self.image)
+        if problem is not None:
+            raise RuntimeBuildError(f"{where}: {problem}")
+        self._dll = _dlopen_private_copy(self.image, where)
 
     def get_function_address(self, name: str) -> int:
         try:
@@ -159,6 +164,10 @@ class Module:
         # Written next to `path` and renamed over it: a process that has the old file mapped
         # keeps its inode, and readers never see a half-written library.
         path = os.path.abspath(os.fspath(path))
+        kind = _non_regular_kind(path)
+        if kind is not None:  # rename would replace a device, fifo or socket by a library
+            raise ValueError(f"export_library: '{path}' is {kind}, not a regular file; give the "
+                             "path of a regular file or of a new one")
         if isinstance(self.library, SharedLibrary):
             if self.library.image is None:
                 raise TypeError(f"cannot export library '{self.library.path}' opened by name")
@@ -180,6 +189,15 @@ class Module:
     def __repr__(self) -> str:
         args = ", ".join(f"{arg.name}: {arg.dtype}{list(arg.shape)}" for arg in self.signature.args)
         return f"Module({self.entry_name}({args}))"
+
+    def __reduce__(self) -> NoReturn:
+        # The native code lives in this process only; ctypes would say just "ctypes objects
+        # containing pointers cannot be pickled".
+        raise TypeError(
+            f"cannot pickle module '{self.entry_name}': it holds native code loaded in this "
+            "process; write it with module.export_library(path) and load it with "
+            "runtime.load_module(path) instead"
+        )
 
 
 def _refuse(message: str) -> Callable[..., int]:
@@ -218,14 +236,75 @@ def load_module(path: str | os.PathLike) -> Module:
         raise RuntimeBuildError(f"{where}: invalid {SIGNATURE_SYMBOL} ({error})") from None
 
 
-def _dlopen_private_copy(image: bytes) -> ctypes.CDLL:
-    fd, tmp_path = tempfile.mkstemp(prefix="te_module_", suffix=".so")
+_NON_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (fifo)"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                (stat.S_ISSOCK, "a socket"))
+
+
+def _non_regular_kind(path: str) -> str | None:
+    """What `path` (links followed) is when it exists and is not a regular file, else None."""
     try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    for test, kind in _NON_REGULAR:
+        if test(mode):
+            return kind
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def _read_regular_file(path: str, where: str) -> bytes:
+    kind = _non_regular_kind(path)
+    if kind is not None:  # reading a fifo would block, a device might never end
+        raise RuntimeBuildError(f"{where}: it is {kind}, not a regular file")
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise RuntimeBuildError(f"{where}: {error.strerror}") from None
+
+
+def _dlopen_private_copy(image: bytes, where: str) -> ctypes.CDLL:
+    """dlopen a private copy of `image` in the temporary directory; errors name the user's
+    file (`where`), never the copy, which is removed whatever happens."""
+    directory = tmp_path = None
+    try:
+        directory = tempfile.gettempdir()  # raises when no candidate directory is usable
+        fd, tmp_path = tempfile.mkstemp(prefix="te_module_", suffix=".so", dir=directory)
         with os.fdopen(fd, "wb") as handle:
             handle.write(image)
+    except OSError as error:
+        _remove(tmp_path)
+        place = "a temporary directory" if directory is None else f"'{directory}'"
+        raise RuntimeBuildError(
+            f"{where}: cannot write its private copy to {place} ({error.strerror or error}); "
+            "set TMPDIR to a writable directory"
+        ) from None
+    try:
         return ctypes.CDLL(tmp_path)
+    except OSError as error:
+        reason = str(error).replace(f"{tmp_path}: ", "").replace(tmp_path, "its private copy")
+        if _mounted_noexec(directory):
+            raise RuntimeBuildError(
+                f"{where}: the temporary directory '{directory}', where it is copied to be "
+                "loaded, is on a file system mounted noexec; set TMPDIR to a directory on a "
+                f"file system that allows executable mappings ({reason})"
+            ) from None
+        raise RuntimeBuildError(f"{where}: {reason}") from None
     finally:
-        os.unlink(tmp_path)  # the mapping stays valid; the name is not needed any more
+        _remove(tmp_path)  # the mapping stays valid; the name is not needed any more
+
+
+def _mounted_noexec(directory: str) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_NOEXEC)
+    except (OSError, AttributeError):  # AttributeError: no ST_NOEXEC on this platform
+        return False
+
+
+def _remove(path: str | None) -> None:
+    if path is not None and os.path.lexists(path):
+        os.unlink(path)
 
 
 def _write_file(path: str, data: bytes) -> None:
@@ -234,17 +313,45 @@ def _write_file(path: str, data: bytes) -> None:
 
 
 def _replace_atomically(path: str, write: Callable[[str], None]) -> None:
-    directory = os.path.dirname(path)
-    fd, tmp_path = tempfile.mkstemp(prefix=".te_export_", suffix=".so", dir=directory)
-    os.close(fd)
+    """Write `path` through `write(tmp_path)` and a rename; OSErrors name `path`, not the
+    temporary file, which is removed whatever happens."""
+    tmp_path = None
     try:
+        fd, tmp_path = tempfile.mkstemp(prefix=".te_export_", suffix=".so",
+                                        dir=os.path.dirname(path))
+        os.close(fd)
         write(tmp_path)
         os.chmod(tmp_path, 0o755 & ~_umask())
         os.replace(tmp_path, path)
-    except BaseException:
-        if os.path.exists(tmp_path):
-            os.unlink(tmp_path)
+    except BaseException as error:
+        _remove(tmp_path)
+        if isinstance(error, OSError):
+            raise _export_error(error, path) from None
         raise
+
+
+def _export_error(error: OSError, path: str) -> OSError:
+    """`error` (of the same class) with a message that names `path` and what to do."""
+    directory = os.path.dirname(path)
+    if error.errno == errno.ENOENT and not os.path.isdir(directory):
+        reason = f"the directory '{directory}' does not exist; create it first"
+    elif error.errno == errno.ENOTDIR:
+        reason = f"'{_first_non_directory(directory)}' is not a directory"
+    elif error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        reason = (f"the directory '{directory}' is not writable ({error.strerror}); export to "
+                  "a directory you can write to")
+    else:
+        reason = error.strerror or str(error)
+    message = f"export_library: cannot write '{path}': {reason}"
+    return OSError(message) if error.errno is None else type(error)(error.errno, message)
+
+
+def _first_non_directory(directory: str) -> str:
+    """The existing ancestor of `directory` (or itself) that is not a directory."""
+    parent = directory
+    while not os.path.exists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    return parent
 
 
 def _umask() -> int:
