@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from ..compute import expr as E
 from ..compute.expr import Const, Reduce, TensorLoad, Var
-from ..compute.tensor import REDUCE, ComputeOp, PlaceholderOp, Range
+from ..compute.tensor import DATA_PAR, REDUCE, ComputeOp, PlaceholderOp, Range
 from ..errors import LoweringError
-from ..schedule.schedule import INLINE, ROOT, SCOPE, Schedule, Stage
+from ..schedule.schedule import INLINE, ROOT, SCOPE, Schedule, SplitRel, Stage
 from . import ir
 from .arith import Analyzer, interval
 from .bound import enclosing_loops, infer_bounds, leaf_to_root
@@ -121,18 +121,19 @@ class LoopBuilder:
                        for iv in st.leaf_iter_vars}
         guards = {iv: self._guard(st, iv, offs[iv], values[iv], ana, leaf_ranges)
                   for iv in b.root}
+        split_guards = _split_guards(st, b, offs, ana, leaf_ranges)
         body = tuple(E.substitute(x, vmap) for x in self.bodies[st])
         out_idx = tuple(values[iv] for iv in st.op.axis)
         self.reads[st] = (body, out_idx, ana)
         self._fuse_into(st)
         leaves = st.leaf_iter_vars
         first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == REDUCE), None)
-        data_guard = _conj([guards[iv] for iv in st.op.axis])
+        data_guard = _conj([guards[iv] for iv in st.op.axis] + split_guards[DATA_PAR])
         if first_red is None or not isinstance(body[0], Reduce):
             stores = ir.seq(*[ir.ProducerStore(st.op.output(k), out_idx, v)
                               for k, v in enumerate(body)])
             return self._loops(st, leaves, _guarded(data_guard, stores))
-        red_guard = _conj([guards[iv] for iv in st.op.reduce_axis])
+        red_guard = _conj([guards[iv] for iv in st.op.reduce_axis] + split_guards[REDUCE])
         init = _guarded(data_guard, self._init_store(st, body, out_idx))
         update = _guarded(E.logical("and", data_guard, red_guard),
                           self._update_store(st, body, out_idx))
@@ -228,6 +229,24 @@ class LoopBuilder:
         extents = self.bounds[st].extent
         return ir.seq(*[prefetch_stmt(st, iv, t, off, body, out_idx, extents, ana, loc)
                         for t, off, loc in attr.prefetch])
+
+
+def _split_guards(st: Stage, b, offs: dict, ana: Analyzer, leaf_ranges: dict) -> dict:
+    """iter type -> conditions that each split loop below the root stays in its extent.
+
+    The root guards alone are not enough: in split(k, 1) then split(k.inner, 3), the
+    values k.outer + k.inner.inner cover 0..extent-1 several times over, each one in
+    range, so k.inner < 1 must hold too (TVM's bound check on every non-dividing split)."""
+    out: dict = {DATA_PAR: [], REDUCE: []}
+    roots = set(b.root)
+    for rel in st.relations:
+        p = rel.parent if isinstance(rel, SplitRel) else None
+        if p is None or p in roots:
+            continue
+        itv = interval(offs[p], leaf_ranges, ana)
+        if itv is None or not ana.can_prove(E.binary("lt", itv[1], b.extent[p])):
+            out[p.iter_type].append(ana.simplify(E.binary("lt", offs[p], b.extent[p])))
+    return out
 
 
 def _check_pipeline(st: Stage, iv, interleave: tuple) -> None:

@@ -1,11 +1,14 @@
 """Schedule invariance, by hypothesis: every random legal schedule gives the unscheduled
 result, for matmul, conv2d NCHW with a padding stage, and an elementwise chain.
 
-A random schedule splits axes by factors or nparts in 1..extent+2, reorders all leaf axes,
+A random schedule splits axes by factors or nparts in 1..extent+2 (and maybe one of the two
+loops again, so that nested splits get factors larger than the loop), reorders all leaf axes,
 may fuse two adjacent axes, vectorize the innermost data-parallel axis, parallelize the
 outermost one and place the producer (root, inline where legal, or compute_at any leaf of
-its consumer). The steps JSON is noted so a failure prints its schedule. Imports te,
-numpy, hypothesis and helpers.
+its consumer). A fourth property splits a reduction's axes into AutoTVM-style chains.
+Results are checked against numpy and against the compute definitions evaluated directly
+(compute_oracle), which share no code with lowering. The steps JSON is noted so a failure
+prints its schedule. Imports te, numpy, hypothesis, compute_oracle and helpers.
 """
 import warnings
 
@@ -15,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis import given
 
 import te
+from compute_oracle import evaluate
 from helpers import run_kernel
 from te.compute.tensor import DATA_PAR
 from te.schedule.dataflow import apply_steps
@@ -28,15 +32,25 @@ def _extent(iv) -> int:
     return int(iv.dom.extent.value)
 
 
+def random_split(data, stage, iv, again: bool = True) -> None:
+    """Split iv by factor or nparts in 1..extent+2, then maybe split one of the two loops
+    again (by up to its extent + 2: the split chains of AutoTVM's knobs reach factors
+    larger than the loop they split)."""
+    value = data.draw(st.integers(1, _extent(iv) + 2), label=f"split {iv.var.name} by")
+    if data.draw(st.booleans(), label="nparts"):
+        outer, inner = stage.split(iv, nparts=value)
+    else:
+        outer, inner = stage.split(iv, factor=value)
+    if again and data.draw(st.booleans(), label="split again"):
+        random_split(data, stage, data.draw(st.sampled_from([outer, inner])), again=False)
+
+
 def random_loops(data, stage, vectorize=True, parallel=True) -> None:
-    """Random split / reorder / fuse / vectorize / parallel on one stage's loops."""
+    """Random split (maybe nested) / reorder / fuse / vectorize / parallel on one stage's
+    loops."""
     for iv in list(stage.leaf_iter_vars):
         if data.draw(st.booleans(), label=f"split {iv.var.name}"):
-            value = data.draw(st.integers(1, _extent(iv) + 2), label="by")
-            if data.draw(st.booleans(), label="nparts"):
-                stage.split(iv, nparts=value)
-            else:
-                stage.split(iv, factor=value)
+            random_split(data, stage, iv)
     order = data.draw(st.permutations(list(stage.leaf_iter_vars)), label="order")
     stage.reorder(*order)
     leaves = stage.leaf_iter_vars
@@ -72,6 +86,8 @@ def _check(s, inputs, outputs, ref, rtol=1e-4, atol=1e-4, explain=True):
     mod = te.build(s, list(inputs) + list(outputs))
     ins, outs = run_kernel(mod, inputs, outputs)
     np.testing.assert_allclose(outs[0], ref(*ins), rtol=rtol, atol=atol)
+    want = evaluate(outputs, dict(zip(inputs, ins)))   # the definitions, never lowered
+    np.testing.assert_allclose(outs[0], want[0], rtol=rtol, atol=atol)
 
 
 # -- (a) matmul with a scaled-input producer -----------------------------------------------
@@ -166,6 +182,30 @@ def test_random_schedule_elementwise_chain(data):
         t = a * b + 1
         return t * t - a
     _check(s, [A, B], [D], ref)
+
+
+# -- (d) split chains of a reduction, AutoTVM style ----------------------------------------
+
+@SETTINGS
+@given(st.data())
+def test_random_split_chains_of_a_reduction(data):
+    """Each axis of a two-axis sum split into a chain of up to four loops (AutoTVM's
+    [-1, f1, f2, f3]) whose factors may exceed the loop they split, in a random order:
+    every element is added once, whatever the factors."""
+    A = te.placeholder((6, 5, 7), name="A")
+    k1, k2 = te.reduce_axis((0, 5), "k1"), te.reduce_axis((0, 7), "k2")
+    C = te.compute((6,), lambda i: te.sum(A[i, k1, k2] * A[5 - i, k1, 6 - k2], axis=[k1, k2]),
+                   name="C")
+    s = te.create_schedule(C.op)
+    for iv in list(s[C].leaf_iter_vars):
+        rest = iv
+        for _ in range(data.draw(st.integers(0, 3), label=f"splits of {iv.var.name}")):
+            _, rest = s[C].split(rest, factor=data.draw(st.integers(1, 9), label="factor"))
+    s[C].reorder(*data.draw(st.permutations(list(s[C].leaf_iter_vars)), label="order"))
+
+    def ref(a):
+        return np.einsum("ijk,ijk->i", a, a[::-1, :, ::-1])
+    _check(s, [A], [C], ref)
 
 
 # A schedule the conv2d property found while loop partitioning was new: the parallel loop
