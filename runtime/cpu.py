@@ -1,8 +1,8 @@
 """The CPU JIT: LLVM IR text -> optimized native code in this process (llvmlite MCJIT).
 
-Takes LLVM IR text; gives compile_llvm(), is_known_cpu() and CpuLibrary (function addresses,
-optimized IR, assembly, a relocatable object for export). Every external function the IR declares is
-checked to resolve, because MCJIT would otherwise jump to address 0 at call time.
+Takes LLVM IR text; gives compile_llvm(), is_known_cpu(), missing_host_features() and CpuLibrary
+(function addresses, optimized IR, assembly, a relocatable object for export). Every external
+function the IR declares must resolve: MCJIT would otherwise jump to address 0 at call time.
 Imports llvmlite and runtime.errors / runtime.threadpool.
 """
 
@@ -66,14 +66,66 @@ def is_known_cpu(name: str) -> bool:
 
 def _host_cpu(cpu: str | None, features: str | None) -> tuple[str, str]:
     """(cpu, features) for LLVM's target machine. No cpu: this host, with its features
-    (without them LLVM targets generic x86-64: SSE2, no FMA) unless `features` adjusts
-    them. A named cpu: that CPU's own features and what `features` adds or removes, never
-    the host's, or -mcpu=haswell code built on an AVX-512 host would use AVX-512 and fail
-    on a Haswell (te.build's target_features assumes the same)."""
+    (without them LLVM targets generic x86-64: SSE2, no FMA) and what `features` adds or
+    removes after them; never the defaults of the host's CPU name alone, which may include
+    what a virtual machine hides (AVX-512 on a 'skylake-avx512' guest without it). A named
+    cpu: that CPU's own features and what `features` adds or removes, never the host's, or
+    -mcpu=haswell code built on an AVX-512 host would use AVX-512 and fail on a Haswell
+    (te.build's target_features assumes the same)."""
     if cpu is None:
         host = llvm.get_host_cpu_features().flatten()
-        return llvm.get_host_cpu_name(), features if features is not None else host
+        return llvm.get_host_cpu_name(), ",".join(part for part in (host, features) if part)
     return cpu, features if features is not None else ""
+
+
+# One probe of missing_host_features(): the callee is compiled for the target, the caller for
+# the target without one feature.
+_PROBE_PAIR = """
+define internal void @callee{index}() #0 {{
+  store volatile i32 {index}, ptr @sink
+  ret void
+}}
+define void @caller{index}() #{index} {{
+  call void @callee{index}()
+  ret void
+}}
+"""
+
+
+@lru_cache(maxsize=64)
+def missing_host_features(cpu: str, features: str = "") -> tuple[str, ...]:
+    """The features (LLVM names, sorted) that code for CPU `cpu` changed by `features`
+    ("+f1,-f2") may use and this host lacks: code that uses one dies with SIGILL here.
+
+    LLVM does not list what a CPU name implies, but its inliner compares it: a function
+    is inlined into a caller only when the caller's features include the callee's. So for
+    each feature f the host lacks, a callee compiled for the target is called from a caller
+    compiled for the target with -f; the call stays exactly when the target has f. Gives ()
+    where the inliner cannot tell (a target whose inliner wants equal feature strings)."""
+    if not is_known_cpu(cpu):  # LLVM may abort on an unknown CPU
+        raise ValueError(f"cpu: LLVM does not know the CPU {cpu!r}")
+    absent = sorted(name for name, present in llvm.get_host_cpu_features().items()
+                    if not present)
+    if not absent:
+        return ()
+    _ensure_initialized()
+    # Caller 0 has one absent feature more than the callee: a target whose inliner wants
+    # equal feature strings instead of a subset keeps that call, and cannot answer.
+    variants = [f"+{absent[0]}"] + [f"-{name}" for name in absent]
+    text = ["@sink = global i32 0"] + [_PROBE_PAIR.format(index=i)
+                                       for i in range(1, len(variants) + 1)]
+    for group, variant in enumerate([""] + variants):
+        changed = ",".join(part for part in (features, variant) if part)
+        text.append(f'attributes #{group} = {{ "target-cpu"="{cpu}" '
+                    f'"target-features"="{changed}" }}')
+    module = _parse("\n".join(text))
+    _optimize_for(module, _cached_target_machine(*_host_cpu(None, None), 2, False), 2,
+                  slp=False)
+    kept = [f"@callee{i}" in str(module.get_function(f"caller{i}"))
+            for i in range(1, len(variants) + 1)]
+    if kept[0]:
+        return ()
+    return tuple(name for name, stays in zip(absent, kept[1:]) if stays)
 
 
 def _new_target_machine(cpu: str, features: str, opt_level: int, jit: bool) -> llvm.TargetMachine:

@@ -110,10 +110,10 @@ AVX512_PREREQUISITES = {"avx2", "fma", "f16c", "avx", "sse4.2", "sse4.1", "ssse3
                         "sse2", "sse"}
 
 
-def _missing_host_features(mattr: str | None) -> str | None:
-    """'+f1,+f2' of the requested features this host lacks, or None; unknown names raise."""
-    if not mattr:
-        return None
+def _missing_host_features(opts: dict) -> list:
+    """The features ('+f1', ...) code for the target may use and this host lacks: what -mattr
+    turns on and, with -mcpu, what that CPU implies. Unknown -mattr names raise."""
+    mattr = opts.get("mattr") or ""
     host = llvm.get_host_cpu_features()
     missing = []
     for feature in mattr.split(","):
@@ -125,7 +125,22 @@ def _missing_host_features(mattr: str | None) -> str | None:
                              f"+name or -name of a feature LLVM knows, such as +avx2)")
         if feature[0] == "+" and not host[feature[1:]]:
             missing.append(feature)
-    return ",".join(missing) or None
+    if opts.get("mcpu"):
+        missing = ["+" + name for name in runtime.cpu.missing_host_features(opts["mcpu"], mattr)]
+    return missing
+
+
+def _unavailable_message(opts: dict, missing: list) -> str | None:
+    """Why a module built for `opts` must not run on this host, or None when it may."""
+    if not missing:
+        return None
+    lacks = f"module was built for CPU features this host lacks ({','.join(missing)})"
+    if not opts.get("mcpu"):
+        return f"{lacks}; export it or rebuild with target='llvm'"
+    options = " ".join(f"-{key}={opts[key]}" for key in ("mcpu", "mattr") if opts.get(key))
+    turn_off = ",".join("-" + feature[1:] for feature in missing)
+    return (f"{lacks}, which {options} implies; export it, rebuild with target='llvm', or "
+            f"turn them off with -mattr={turn_off}")
 
 
 def _check_name(name: str) -> None:
@@ -192,7 +207,7 @@ def build(sch, args=None, target: str = "llvm", name: str = "main"):
     """te.build: compile schedule `sch` with arguments `args` for `target`: a runtime.Module
     for 'llvm', a runtime.cuda.CudaModule for 'cuda' (build_cuda.py)."""
     opts = parse_target(target)
-    missing = _missing_host_features(opts.get("mattr"))
+    missing = _missing_host_features(opts)
     if isinstance(sch, ir.PrimFunc):
         _check_name(sch.name)
         func = sch
@@ -217,9 +232,7 @@ def build(sch, args=None, target: str = "llvm", name: str = "main"):
                                    opt_level=int(opts.get("opt-level", 3)))
     except runtime.RuntimeBuildError as err:
         raise BuildError(f"te.build: native compilation failed: {err}") from None
-    unavailable = None if missing is None else (
-        f"module was built for CPU features this host lacks ({missing}); export it or "
-        f"rebuild with target='llvm'")
-    mod = runtime.Module(lib, signature, {"ll_unoptimized": ll}, unavailable=unavailable)
+    mod = runtime.Module(lib, signature, {"ll_unoptimized": ll},
+                         unavailable=_unavailable_message(opts, missing))
     mod.lowered = func
     return mod

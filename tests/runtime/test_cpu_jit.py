@@ -178,3 +178,17 @@ def test_invalid_ir_below_opt_level_2_is_not_retried(monkeypatch, opt_level):
                                                 r"Instruction does not dominate all uses!"):
         runtime.compile_llvm(ADD_LL, opt_level=opt_level)
     assert fake.calls == [(opt_level, True)]
+
+
+@pytest.mark.parametrize("features", [None, "-avx512f", "+sse4.2", "-avx2,-fma"])
+def test_host_code_changed_by_features_needs_nothing_the_host_lacks(features):
+    """Without a cpu the JIT targets this host's features changed by `features`; it took the
+    defaults of the host's CPU name instead, which may include features the host lacks (a
+    virtual machine hides some: here 'pku')."""
+    library = runtime.compile_llvm(ADD_LL, features=features)
+    assert runtime.cpu.missing_host_features(library.cpu, library.features) == ()
+    module = runtime.Module(library, ADD_SIGNATURE)
+    a = np.arange(11, dtype=np.float32)
+    c = np.zeros(11, np.float32)
+    module(a, a, c)
+    np.testing.assert_array_equal(c, 2 * a)
