@@ -137,6 +137,9 @@ class _KernelGen:
         self.stored = stored_buffers(part.body)
         self.uses_barriers = False
         self.filling = False    # emitting a statement that fills shared memory
+        # Emitting a Load/Store index or loop bounds: integer arithmetic there is proven
+        # not to overflow (storage_flatten widens what could); data arithmetic wraps.
+        self.in_index = False
 
     def name(self, key, hint: str) -> str:
         got = self.names.get(key)
@@ -188,7 +191,7 @@ class _KernelGen:
                    f"{_bare(self.expr(s.value))};"
             return [f"{pad}{{", head] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
         if isinstance(s, ir.Store):
-            return [f"{pad}{self.buffer(s.buffer)}[{_bare(self.expr(s.index))}] = "
+            return [f"{pad}{self.buffer(s.buffer)}[{_bare(self.index(s.index))}] = "
                     f"{_bare(self.expr(s.value))};"]
         if isinstance(s, ir.Allocate):
             b = s.buffer
@@ -241,23 +244,31 @@ class _KernelGen:
         if s.kind == ir.THREAD_BINDING:
             kind, axis = s.thread_tag.split(".")
             index = f"(({ctype}){kind}.{axis})"
-            value = index if _is_zero(s.min) else f"{self.expr(s.min)} + {index}"
+            value = index if _is_zero(s.min) else f"{self.index(s.min)} + {index}"
             lines = [f"{pad}{{  // {s.loop_var.name}: {s.thread_tag}"]
             inner = depth + 1
             guard = self.part.needs_guard(s)
             if guard:
-                lines.append(f"{pad}  if ({index} < {_bare(self.expr(s.extent))}) {{")
+                lines.append(f"{pad}  if ({index} < {_bare(self.index(s.extent))}) {{")
                 inner += 1
             lines.append(f"{'  ' * inner}const {ctype} {var} = {value};")
             lines += self.stmt(s.body, inner)
             if guard:
                 lines.append(f"{pad}  }}")
             return lines + [f"{pad}}}"]
-        end = self.expr(s.extent) if _is_zero(s.min) else \
-            f"{self.expr(s.min)} + {self.expr(s.extent)}"
+        end = self.index(s.extent) if _is_zero(s.min) else \
+            f"{self.index(s.min)} + {self.index(s.extent)}"
         lines = [f"{pad}#pragma unroll"] if s.kind in (ir.UNROLLED, ir.VECTORIZED) else []
-        lines.append(f"{pad}for ({ctype} {var} = {self.expr(s.min)}; {var} < {end}; ++{var}) {{")
+        lines.append(f"{pad}for ({ctype} {var} = {self.index(s.min)}; {var} < {end}; ++{var}) {{")
         return lines + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
+
+    def index(self, e: E.Expr) -> str:
+        """`e` as index arithmetic (see `in_index`)."""
+        outer, self.in_index = self.in_index, True
+        try:
+            return self.expr(e)
+        finally:
+            self.in_index = outer
 
     def buffer(self, b: ir.Buffer) -> str:
         return self.name(b.data, b.name)
@@ -284,7 +295,7 @@ class _KernelGen:
         if isinstance(e, E.Call):
             return self.call(e)
         if isinstance(e, ir.Load):
-            return f"{self.buffer(e.buffer)}[{_bare(self.expr(e.index))}]"
+            return f"{self.buffer(e.buffer)}[{_bare(self.index(e.index))}]"
         raise BuildError(f"te.build: target 'cuda' cannot generate {type(e).__name__}")
 
     def binary(self, e: E.Binary) -> str:
@@ -294,9 +305,15 @@ class _KernelGen:
             return f"({a} {'<' if e.op == 'min' else '>'} {b} ? {a} : {b})"
         if e.op in _INFIX:
             text = f"({a} {_INFIX[e.op]} {b})"
-            if dt.is_integral(e.dtype) and dt.bits(e.dtype) < 32 and e.op in ("add", "sub",
-                                                                           "mul"):
-                text = f"(({c_type(e.dtype)}){text})"  # C computes in int: wrap as LLVM does
+            if not (dt.is_integral(e.dtype) and e.op in ("add", "sub", "mul")):
+                return text
+            if not self.in_index and e.dtype not in ("uint32", "uint64"):
+                # Signed overflow (or int overflow of promoted narrow types) is undefined in
+                # C: data arithmetic wraps in unsigned, as numpy's does.
+                unsigned = "unsigned long long" if dt.bits(e.dtype) == 64 else "unsigned"
+                text = f"(({unsigned}){a} {_INFIX[e.op]} ({unsigned}){b})"
+            if dt.bits(e.dtype) < 32 or not self.in_index:
+                text = f"(({c_type(e.dtype)}){text})"  # back to the dtype, wrapping
             return text
         float_suffix = "f" if e.dtype == "float32" else ""
         if dt.is_float(e.dtype):
@@ -322,8 +339,9 @@ class _KernelGen:
             return f"{e.name}({', '.join(args)})"
         if e.name == "likely":
             return args[0]
-        if e.name == "abs" and dt.is_integral(e.dtype):
-            return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"
+        if e.name == "abs" and dt.is_integral(e.dtype):  # abs(MIN) wraps to MIN, as in numpy
+            negated = f"(({c_type(e.dtype)})(0ull - (unsigned long long){args[0]}))"
+            return f"({args[0]} < 0 ? {negated} : {args[0]})"
         if e.dtype not in ("float32", "float64"):
             raise BuildError(f"te.build: target 'cuda' does not support {e.name} on "
                              f"{e.dtype} yet")

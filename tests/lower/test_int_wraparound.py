@@ -7,6 +7,7 @@ loop-IR interpreter; index arithmetic keeps `nsw`, which LLVM needs for affine a
 """
 import numpy as np
 import pytest
+from test_codegen_cuda import bind, run_emulated
 
 import te
 from te.lower.codegen_llvm import codegen_llvm
@@ -101,3 +102,27 @@ def test_only_index_arithmetic_is_marked_no_signed_wrap():
     assert "mul nsw i32 %\"i\", 40" in body or "mul nsw i32 %i, 40" in body
     data = [line for line in body.splitlines() if " 3" in line and "mul" in line]
     assert data and all("nsw" not in line for line in data)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "int64"])
+def test_cuda_data_arithmetic_wraps_like_numpy(dtype):
+    rng = np.random.default_rng(6)
+    a, b = near_limits(dtype, rng), near_limits(dtype, rng)[::-1].copy()
+    A = te.placeholder((N,), dtype, name="A")
+    B = te.placeholder((N,), dtype, name="B")
+    cases = CASES + [("product", lambda x, y: x * y, lambda x, y: x * y)]
+    if dtype.startswith("int"):
+        cases.append(("abs", lambda x, y: te.abs(x), lambda x, y: np.abs(x)))
+    outs = [te.compute((N,), _elementwise(make, A, B), name=name) for name, make, _ in cases]
+    s = te.create_schedule([t.op for t in outs])
+    for t in outs:
+        bind(s, t, t.op.axis[0], 8)
+    mod = te.build(s, [A, B] + outs, target="cuda")
+    wants = [reference(a, b) for _, _, reference in cases]
+    got = run_emulated(mod, [a, b], [(N,)] * len(outs), [w.dtype for w in wants])
+    for (name, _, _), g, w in zip(cases, got, wants):
+        np.testing.assert_array_equal(g, w, err_msg=f"{name} {dtype}")
+
+
+def _elementwise(make, A, B):
+    return lambda i: make(A[i], B[i])
