@@ -107,11 +107,28 @@ def test_notebook_is_committed_with_its_outputs(path):
         f"{path.name}: most code cells show nothing"
 
 
+def coalesce_streams(nb) -> None:
+    """Merge adjacent outputs of one stream: the kernel splits a cell's prints into
+    chunks wherever its output buffer happened to be flushed, which would make every
+    re-run of a notebook a diff (nbconvert's coalesce_streams does the same)."""
+    for cell in code_cells(nb):
+        merged: list = []
+        for out in cell.outputs:
+            last = merged[-1] if merged else None
+            if last and out.output_type == last.output_type == "stream" and \
+                    out.name == last.name:
+                last.text += out.text
+            else:
+                merged.append(out)
+        cell.outputs = merged
+
+
 def main(paths: list) -> None:
     """Execute the given notebooks and write them back with their outputs."""
     for name in paths:
         path = pathlib.Path(name).resolve()
         nb = execute(nbformat.read(path, as_version=4))
+        coalesce_streams(nb)
         nbformat.write(nb, path)
         print(f"{path.relative_to(ROOT)}: {len(code_cells(nb))} code cells run")
 
