@@ -60,6 +60,13 @@ def code_cells(nb) -> list:
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
+def cells_missing_plots(nb) -> list:
+    """Indices of code cells that show a figure (plt.show()) but hold no PNG output: the
+    plot went to a non-inline backend, and a reader on the web would see nothing."""
+    return [k for k, c in enumerate(code_cells(nb)) if "plt.show()" in c.source and
+            not any("image/png" in o.get("data", {}) for o in c.outputs)]
+
+
 def test_there_are_tutorials():
     assert len(TUTORIALS) >= 6, [p.name for p in TUTORIALS]
 
@@ -86,6 +93,7 @@ def test_a_failing_cell_fails_with_its_traceback():
 def test_notebook_runs_in_a_kernel(path):
     nb = run_or_fail(nbformat.read(path, as_version=4), path.name)
     assert code_cells(nb)
+    assert not cells_missing_plots(nb), f"{path.name}: code cells without their plot"
 
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
@@ -103,6 +111,8 @@ def test_notebook_is_committed_with_its_outputs(path):
     errors = [k for k, c in enumerate(cells) if any(o.output_type == "error"
                                                     for o in c.outputs)]
     assert not errors, f"{path.name}: code cells {errors} hold errors"
+    missing = cells_missing_plots(nb)
+    assert not missing, f"{path.name}: code cells {missing} show no plot"
     assert sum(len(c.outputs) for c in cells) >= len(cells) // 2, \
         f"{path.name}: most code cells show nothing"
 
