@@ -77,8 +77,10 @@ def test_the_kernel_is_this_interpreter_importing_this_tree():
                                               "print(te.__file__)"))
     out = execute(nb).cells[0].outputs
     lines = "".join(o.get("text", "") for o in out if o.output_type == "stream").split()
-    assert lines[0] == sys.executable, "the python3 kernel runs another interpreter"
-    assert pathlib.Path(lines[1]) == ROOT / "te" / "__init__.py"
+    assert lines[0] == sys.executable, f"the python3 kernel runs {lines[0]}, not this " \
+        f"interpreter ({sys.executable}): is another python3 kernelspec found first?"
+    assert pathlib.Path(lines[1]) == ROOT / "te" / "__init__.py", \
+        f"the kernel imports te from {lines[1]}, not from this tree ({ROOT})"
 
 
 def test_a_failing_cell_fails_with_its_traceback():
