@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import numpy as np
 
@@ -100,6 +100,15 @@ class CudaModule:
     @property
     def entry_name(self) -> str:
         return self.signature.name
+
+    def __reduce__(self) -> NoReturn:
+        # Its launch plan is a closure over the build and its backend holds a loaded GPU (or
+        # emulator) module: neither exists in another process.
+        raise TypeError(
+            f"cannot pickle CUDA module '{self.entry_name}': it holds a launch plan and a "
+            "module loaded in this process; build it again with te.build(..., "
+            "target='cuda') where it is needed, or pass its source (get_source())"
+        )
 
     def emulator(self) -> "CudaModule":
         """This module running its CUDA C on the CPU (cuda_emulator.py), block after block:

@@ -110,6 +110,11 @@ AVX512_PREREQUISITES = {"avx2", "fma", "f16c", "avx", "sse4.2", "sse4.1", "ssse3
                         "sse2", "sse"}
 
 
+# Without these LLVM cannot compile an x86-64 function at all, and says so by aborting the
+# process (a fatal error, not an exception).
+ABI_FEATURES = ("64bit", "sse")
+
+
 def _missing_host_features(opts: dict) -> list:
     """The features ('+f1', ...) code for the target may use and this host lacks: what -mattr
     turns on and, with -mcpu, what that CPU implies. Unknown -mattr names raise."""
@@ -123,6 +128,9 @@ def _missing_host_features(opts: dict) -> list:
         if feature[0] not in "+-" or feature[1:] not in host:
             raise BuildError(f"te.build: unknown -mattr feature {feature!r} (expected "
                              f"+name or -name of a feature LLVM knows, such as +avx2)")
+        if feature[0] == "-" and feature[1:] in ABI_FEATURES:
+            raise BuildError(f"te.build: -mattr cannot turn off {feature[1:]!r}: the x86-64 "
+                             f"calling convention the generated functions use needs it")
         if feature[0] == "+" and not host[feature[1:]]:
             missing.append(feature)
     if opts.get("mcpu"):

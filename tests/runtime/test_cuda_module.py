@@ -2,6 +2,7 @@
 errors where the GPU path cannot run (no pycuda, no nvcc, no device). The numbers are
 checked through the CPU emulator; on a machine with a GPU and pycuda the last test runs the
 same module on the device."""
+import pickle
 import shutil
 
 import numpy as np
@@ -154,3 +155,12 @@ def test_on_a_gpu_the_module_matches_numpy_and_the_emulator():
         np.testing.assert_allclose(on_gpu, a * 3 + 1, rtol=1e-6)
         np.testing.assert_allclose(on_gpu, emulated, rtol=1e-6)
     assert mod.time_evaluator(number=5, repeat=2)(a, on_gpu).median > 0
+
+
+def test_pickling_says_to_build_again_where_the_module_is_needed():
+    message = (r"^cannot pickle CUDA module 'main': it holds a launch plan and a module loaded "
+               r"in this process; build it again with te.build\(\.\.\., target='cuda'\) where "
+               r"it is needed, or pass its source \(get_source\(\)\)$")
+    for module in (_module(), _module().emulator()):
+        with pytest.raises(TypeError, match=message):
+            pickle.dumps(module)
