@@ -20,7 +20,7 @@ from typing import Any, Callable, NoReturn, Protocol
 from . import cpu, elf, threadpool
 from .checker import ArgumentChecker
 from .errors import RuntimeBuildError
-from .signature import ArgSpec, KernelSignature, ScalarSpec
+from .signature import BOUNDS_STATUS, RECORD_FIELDS, ArgSpec, KernelSignature, ScalarSpec
 from .timer import TimeResult, check_timing_parameters, time_function
 
 __all__ = ["Module", "SharedLibrary", "load_module", "ArgSpec", "ScalarSpec", "KernelSignature"]
@@ -86,7 +86,11 @@ class Module:
         self.signature = signature
         self._sources = dict(sources or {})
         self._checker = ArgumentChecker(signature)
-        prototype = ctypes.CFUNCTYPE(ctypes.c_int32, *self._checker.ctypes_argtypes)
+        self._bounds_checked = bool(signature.checked_buffers)
+        argtypes = list(self._checker.ctypes_argtypes)
+        if self._bounds_checked:  # the error record of a failed bounds check
+            argtypes.append(ctypes.c_void_p)
+        prototype = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)
         self._cfunc = prototype(library.get_function_address(signature.name))
         if unavailable is not None:
             self._cfunc = _refuse(f"kernel '{signature.name}': {unavailable}")
@@ -96,11 +100,24 @@ class Module:
         return self.signature.name
 
     def __call__(self, *args: Any) -> None:
-        status = self._cfunc(*self._checker.convert(args))
+        raw = self._checker.convert(args)
+        record = None
+        if self._bounds_checked:  # one record per call: calls may run in several threads
+            record = (ctypes.c_int64 * RECORD_FIELDS)()
+            raw.append(ctypes.addressof(record))
+        status = self._cfunc(*raw)
         if status:
-            self._raise_status(status)
+            self._raise_status(status, record)
 
-    def _raise_status(self, status: int) -> None:
+    def _raise_status(self, status: int, record=None) -> None:
+        if status == BOUNDS_STATUS and record is not None:
+            code, index, extent = record
+            k, store = divmod(code, 2)
+            names = self.signature.checked_buffers
+            buffer = names[k] if 0 <= k < len(names) else f"#{k}"
+            access = "store to" if store else "load from"
+            raise IndexError(f"kernel '{self.entry_name}': {access} buffer '{buffer}' at "
+                             f"index {index} out of range [0, {extent})")
         if status <= -2:  # heap buffer k: -2 - 2k allocation failed, -3 - 2k too many elements
             k, too_many = divmod(-2 - status, 2)
             names = self.signature.heap_buffers
@@ -132,10 +149,14 @@ class Module:
 
         def evaluate(*args: Any) -> TimeResult:
             raw = self._checker.convert(args)
+            record = None
+            if self._bounds_checked:
+                record = (ctypes.c_int64 * RECORD_FIELDS)()
+                raw.append(ctypes.addressof(record))
             cfunc = self._cfunc
             status = cfunc(*raw)
             if status:
-                self._raise_status(status)
+                self._raise_status(status, record)
             return time_function(
                 lambda: cfunc(*raw), number=number, repeat=repeat, min_repeat_ms=min_repeat_ms
             )

@@ -1,9 +1,9 @@
 """The plain-data description of a compiled kernel's arguments (the codegen <-> runtime ABI).
 
 Takes nothing; gives ArgSpec, ScalarSpec and KernelSignature (frozen, JSON round-trippable).
-Kernel `name` has the LLVM signature `i32 @name(ptr buf0, ..., <scalar> s0, ...)`: one data
-pointer per ArgSpec (dense, row-major), then one value per ScalarSpec; it returns 0 on success.
-Imports stdlib only.
+Kernel `name` has the LLVM signature `i32 @name(ptr buf0, ..., <scalar> s0, ...)`: a data
+pointer per ArgSpec (dense, row-major), a value per ScalarSpec, then, with bounds checks
+(checked_buffers), a pointer to its error record; it returns 0 on success. Imports stdlib only.
 """
 
 from __future__ import annotations
@@ -13,6 +13,11 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 SIGNATURE_VERSION = 1
+# Status of a failed bounds check; the kernel then wrote its error record: RECORD_FIELDS
+# int64s, (2k for a load from checked buffer k or 2k + 1 for a store to it, the index, the
+# buffer's extent). te's code generator (codegen_llvm_bounds.py) uses the same numbers.
+BOUNDS_STATUS = -1
+RECORD_FIELDS = 3
 
 ShapeEntry = Union[int, str]
 
@@ -61,12 +66,15 @@ class KernelSignature:
 
     `heap_buffers` names the kernel's heap-allocated intermediates; status code -2 - 2k means
     heap buffer k could not be allocated, -3 - 2k that it exceeds the int32 index range.
+    `checked_buffers` names the buffers whose accesses the kernel checks (BOUNDS_STATUS);
+    when there are any, the kernel takes the pointer to its error record last.
     """
 
     name: str
     args: tuple[ArgSpec, ...]
     scalars: tuple[ScalarSpec, ...] = ()
     heap_buffers: tuple[str, ...] = ()
+    checked_buffers: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps({
@@ -75,6 +83,7 @@ class KernelSignature:
             "args": [arg.to_dict() for arg in self.args],
             "scalars": [scalar.to_dict() for scalar in self.scalars],
             "heap_buffers": list(self.heap_buffers),
+            "checked_buffers": list(self.checked_buffers),
         }, sort_keys=True)
 
     @classmethod
@@ -90,4 +99,5 @@ class KernelSignature:
             args=tuple(ArgSpec.from_dict(arg) for arg in data["args"]),
             scalars=tuple(ScalarSpec.from_dict(scalar) for scalar in data.get("scalars", ())),
             heap_buffers=tuple(data.get("heap_buffers", ())),
+            checked_buffers=tuple(data.get("checked_buffers", ())),
         )

@@ -159,7 +159,8 @@ def _check_name(name: str) -> None:
                          f"choose another")
 
 
-def signature_of(func: ir.PrimFunc, heap_buffers: tuple = ()) -> runtime.KernelSignature:
+def signature_of(func: ir.PrimFunc, heap_buffers: tuple = (),
+                 checked_buffers: tuple = ()) -> runtime.KernelSignature:
     """The runtime description of a lowered function's arguments.
 
     An argument the body stores to is an output (computed tensors; for a hand-made PrimFunc,
@@ -187,7 +188,8 @@ def signature_of(func: ir.PrimFunc, heap_buffers: tuple = ()) -> runtime.KernelS
         output = buf.data in written or buf.name in written
         args.append(runtime.ArgSpec(buf.name, buf.dtype, tuple(shape), output))
     scalars = tuple(runtime.ScalarSpec(v.name, v.dtype) for v in func.scalar_params)
-    return runtime.KernelSignature(func.name, tuple(args), scalars, tuple(heap_buffers))
+    return runtime.KernelSignature(func.name, tuple(args), scalars, tuple(heap_buffers),
+                                   tuple(checked_buffers))
 
 
 def _check_index_range(name: str, shape: list) -> None:
@@ -211,11 +213,33 @@ def _check_no_thread_binding(stmt: ir.Stmt) -> None:
         _check_no_thread_binding(child)
 
 
-def build(sch, args=None, target: str = "llvm", name: str = "main"):
+def _check_bound_checkers(on, sch, kind: str) -> None:
+    if not isinstance(on, bool):
+        raise BuildError(f"te.build: instrument_bound_checkers must be True or False, got "
+                         f"{on!r}")
+    if not on:
+        return
+    if kind != "llvm":
+        raise BuildError(f"te.build: instrument_bound_checkers is supported for target "
+                         f"'llvm' only, got target '{kind}'")
+    if isinstance(sch, ir.PrimFunc):
+        raise BuildError("te.build: instrument_bound_checkers applies while lowering a "
+                         "schedule; for a lowered function, pass instrument_bound_checkers="
+                         "True to te.lower instead")
+
+
+def build(sch, args=None, target: str = "llvm", name: str = "main",
+          instrument_bound_checkers: bool = False):
     """te.build: compile schedule `sch` with arguments `args` for `target`: a runtime.Module
-    for 'llvm', a runtime.cuda.CudaModule for 'cuda' (build_cuda.py)."""
+    for 'llvm', a runtime.cuda.CudaModule for 'cuda' (build_cuda.py).
+
+    instrument_bound_checkers=True (TVM's name): every load and store that the loop ranges
+    do not prove inside its buffer is checked when the kernel runs, and an access outside
+    raises IndexError naming the buffer, the index and the extent instead of touching
+    memory. Target 'llvm' only."""
     opts = parse_target(target)
     missing = _missing_host_features(opts)
+    _check_bound_checkers(instrument_bound_checkers, sch, opts["kind"])
     if isinstance(sch, ir.PrimFunc):
         _check_name(sch.name)
         func = sch
@@ -223,7 +247,8 @@ def build(sch, args=None, target: str = "llvm", name: str = "main"):
         if args is None:
             raise BuildError("te.build: args must list the argument tensors of the schedule")
         _check_name(name)
-        func = lower(sch, args, name=name, target_kind=opts["kind"])
+        func = lower(sch, args, name=name, target_kind=opts["kind"],
+                     instrument_bound_checkers=instrument_bound_checkers)
     else:
         raise BuildError(f"te.build: expected a schedule or a lowered function, got "
                          f"{type(sch).__name__}")
@@ -234,7 +259,7 @@ def build(sch, args=None, target: str = "llvm", name: str = "main"):
     signature_of(func)  # argument errors before code generation
     gen = ModuleGen(func, runtime.parallel_available(), target_features(target))
     ll = str(gen.module)
-    signature = signature_of(func, tuple(gen.heap_buffers))
+    signature = signature_of(func, tuple(gen.heap_buffers), gen.checked_buffers)
     try:
         lib = runtime.compile_llvm(ll, cpu=opts.get("mcpu"), features=opts.get("mattr"),
                                    opt_level=int(opts.get("opt-level", 3)))

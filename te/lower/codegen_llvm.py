@@ -1,9 +1,10 @@
 """Loop IR -> LLVM IR text, built with llvmlite.ir, for the CPU.
 
 Takes a flattened ir.PrimFunc (Allocate/Store/Load over flat Buffers, Ramp/Broadcast vectors)
-and gives the text of `i32 @name(ptr %buf..., <scalars>...)`, which returns 0, or -2 - 2k when
-heap buffer k (ModuleGen.heap_buffers) could not be allocated and -3 - 2k when it exceeds the
-int32 index range. Parallel loops are outlined onto GOMP_parallel (codegen_llvm_parallel.py);
+and gives the text of `i32 @name(ptr %buf..., <scalars>..., [ptr %bound_error])`, which
+returns 0, or -2 - 2k when heap buffer k (ModuleGen.heap_buffers) could not be allocated and
+-3 - 2k when it exceeds the int32 index range, or -1 when a run-time bounds check failed (the
+error record is an argument only when there are checks: codegen_llvm_bounds.py). Parallel loops are outlined onto GOMP_parallel (codegen_llvm_parallel.py);
 intrinsics and libm calls live in codegen_llvm_math.py, the vector exp in codegen_llvm_exp.py,
 per-block value reuse in codegen_llvm_reuse.py. Imports llvmlite, te.dtype, te.errors,
 te.compute.expr, te.lower.ir, te.lower.arith and te.lower.visitor only.
@@ -16,6 +17,7 @@ from llvmlite import ir
 from .. import dtype as dt
 from ..compute import expr as E
 from ..errors import BuildError
+from . import codegen_llvm_bounds as bounds
 from . import codegen_llvm_math as cgmath
 from . import codegen_llvm_parallel as par
 from . import ir as tir
@@ -89,21 +91,29 @@ class ModuleGen:
         self.module = ir.Module(name=func.name)
         self.module.triple = llvm.get_process_triple()
         self.n_outlined = 0
+        self.fail_sites = 0  # the fail_if branches made so far
         self.heap_buffers: list[str] = []  # names, in status-code order
+        self.checked_buffers = bounds.checked_buffers(func.body)  # names, in record order
+        self.error_record = bounds.ERROR_RECORD if self.checked_buffers else None
         params = list(func.params)
         self.param_data = frozenset(buf.data for buf in params)
         # Whether any loop asks for non-temporal stores (then a failure return fences too).
         self.streams = (_is_x86(self.module.triple)
                         and tir.NONTEMPORAL_STORE in _all_pragmas(func.body))
         arg_types = [PTR] * len(params) + [ll_type(v.dtype) for v in func.scalar_params]
+        handles = [buf.data for buf in params]
+        if self.error_record is not None:
+            arg_types.append(PTR)
+            handles.append(self.error_record)
         fn = ir.Function(self.module, ir.FunctionType(I32, arg_types), name=func.name)
         add_function_attributes(fn)
         gen = FuncGen(self, fn, in_parallel=False)
-        for arg, buf in zip(fn.args, params):
+        pointer_args = fn.args[:len(params)] + fn.args[len(params) + len(func.scalar_params):]
+        for arg, var in zip(pointer_args, handles):
             for attr in ("noalias", "nonnull", "captures(none)"):
                 arg.add_attribute(attr)
-            arg.name = buf.data.name
-            gen.env[buf.data] = arg
+            arg.name = var.name
+            gen.env[var] = arg
         for arg, var in zip(fn.args[len(params):], func.scalar_params):
             arg.name = var.name
             gen.env[var] = arg
@@ -223,12 +233,13 @@ class FuncGen(BlockValues):
 
     def stmt_Store(self, s: tir.Store) -> None:
         buf, n = s.buffer, dt.lanes(s.value.dtype)
+        index = bounds.check(self, s.index, store=True)
         value = self.to_mem(self.expr(s.value), s.value.dtype)
         align = elem_bytes(buf.dtype)
         if n == 1:
-            self.store(buf.data, value, self.address(buf, self.index_value(s.index)), align)
-        elif _is_dense_ramp(s.index):
-            ptr = self.address(buf, self.index_value(s.index.base))
+            self.store(buf.data, value, self.address(buf, self.index_value(index)), align)
+        elif _is_dense_ramp(index):
+            ptr = self.address(buf, self.index_value(index.base))
             if (self.nontemporal and buf.data in self.mod.param_data
                     and cgmath.nontemporal_store(self, value, ptr, align)):
                 self.made_nontemporal = True
@@ -236,10 +247,10 @@ class FuncGen(BlockValues):
             else:
                 self.store(buf.data, value, ptr, align)
         else:  # scatter, lane by lane
-            index = self.index_value(s.index)
+            lanes = self.index_value(index)
             for k in range(n):
                 lane = self.b.extract_element(value, I32(k))
-                ptr = self.address(buf, self.b.extract_element(index, I32(k)))
+                ptr = self.address(buf, self.b.extract_element(lanes, I32(k)))
                 self.store(buf.data, lane, ptr, align)
 
     def stmt_Allocate(self, s: tir.Allocate) -> None:
@@ -271,12 +282,14 @@ class FuncGen(BlockValues):
         self.heap_live.pop()
         self.b.call(self.mod.declare("free", ir.VoidType(), [PTR]), [ptr])
 
-    def fail_if(self, cond, code) -> None:
-        """When `cond` holds: free the live heap buffers and return status `code` (i32).
+    def fail_if(self, cond, code, record=None) -> None:
+        """When `cond` holds: free the live heap buffers and return status `code` (i32);
+        record(), when given, first writes the details of the error (a bounds check).
 
         An outlined parallel body records the code for its caller and returns; the entry
         function returns it.
         """
+        self.mod.fail_sites += 1
         fail = self.fn.append_basic_block("fail")
         ok = self.fn.append_basic_block("ok")
         self.b.cbranch(cond, fail, ok)
@@ -285,11 +298,18 @@ class FuncGen(BlockValues):
             cgmath.store_fence(self)
         for ptr in reversed(self.heap_live):
             self.b.call(self.mod.declare("free", ir.VoidType(), [PTR]), [ptr])
-        if self.status_ptr is not None:
+        if self.status_ptr is not None and record is None:
             # Atomic: several threads may fail at once; any one code is a fine answer.
             self.b.atomic_rmw("xchg", self.status_ptr, code, "monotonic")
             self.b.ret_void()
+        elif self.status_ptr is not None:  # the first thread to fail writes the details
+            old = self.b.cmpxchg(self.status_ptr, I32(0), code, "monotonic", "monotonic")
+            with self.b.if_then(self.b.extract_value(old, 1)):
+                record()
+            self.b.ret_void()
         else:
+            if record is not None:
+                record()
             self.b.ret(code)
         self.b.position_at_end(ok)
 
@@ -595,13 +615,14 @@ class FuncGen(BlockValues):
     def expr_Load(self, e: tir.Load) -> ir.Value:
         buf, n = e.buffer, dt.lanes(e.dtype)
         align = elem_bytes(buf.dtype)
+        index = bounds.check(self, e.index, store=False)
         if n == 1:
-            ptr = self.address(buf, self.index_value(e.index))
+            ptr = self.address(buf, self.index_value(index))
             return self.from_mem(self.load(buf.data, ptr, mem_type(e.dtype), align), e.dtype)
-        if _is_dense_ramp(e.index):
-            ptr = self.address(buf, self.index_value(e.index.base))
+        if _is_dense_ramp(index):
+            ptr = self.address(buf, self.index_value(index.base))
             return self.from_mem(self.load(buf.data, ptr, mem_type(e.dtype), align), e.dtype)
-        index = self.index_value(e.index)  # gather, lane by lane
+        index = self.index_value(index)  # gather, lane by lane
         lanes = []
         for k in range(n):
             ptr = self.address(buf, self.b.extract_element(index, I32(k)))
@@ -719,7 +740,8 @@ def _strided_store(s: tir.For) -> bool:
 
     def strided(node) -> bool:
         if isinstance(node, tir.Store):
-            index = node.index.base if isinstance(node.index, E.Ramp) else node.index
+            index = tir.unchecked(node.index)
+            index = index.base if isinstance(index, E.Ramp) else index
             step = _step(index, s.loop_var, ana)
             if step is None or abs(step) > 1:
                 return True

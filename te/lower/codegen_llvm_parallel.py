@@ -68,16 +68,18 @@ def emit_parallel_for(gen, s: tir.For) -> None:
     b = gen.b
     lo, extent = gen.index_value(s.min), gen.index_value(s.extent)
     captured = [v for v in free_vars(s.body) if v in gen.env and v is not s.loop_var]
-    # Field 2, the status a failed heap allocation in the body records (0: success);
-    # field 3, the next unclaimed iteration (relative to lo; 64-bit, so that claims past
-    # the end cannot wrap around).
+    if mod.error_record is not None:  # where a failed bounds check in the body writes
+        captured.append(mod.error_record)
+    # Field 2, the status a failure in the body (a heap allocation, a bounds check) records
+    # (0: success); field 3, the next unclaimed iteration (relative to lo; 64-bit, so that
+    # claims past the end cannot wrap around).
     fields = [lo, extent, I32(0), I64(0)] + [gen.env[v] for v in captured]
     closure_t = ir.LiteralStructType([f.type for f in fields])
     closure = gen.alloca(closure_t, align=8)
     for k, value in enumerate(fields):
         b.store(value, b.gep(closure, [I32(0), I32(k)], source_etype=closure_t))
 
-    heap_before = len(mod.heap_buffers)
+    sites_before = mod.fail_sites
     name = f"{mod.func.name}_par{mod.n_outlined}"
     mod.n_outlined += 1
     body_fn = _outline_body(gen, s, name, captured, lo.type)
@@ -89,7 +91,7 @@ def emit_parallel_for(gen, s: tir.For) -> None:
               for k, f in enumerate(fields) if k not in (2, 3)]
     status_ptr = cb.gep(fn.args[0], [I32(0), I32(2)], source_etype=closure_t)
     next_ptr = cb.gep(fn.args[0], [I32(0), I32(3)], source_etype=closure_t)
-    body_fails = bool(mod.heap_buffers[heap_before:])
+    body_fails = mod.fail_sites > sites_before
     _claim_chunks(child, values[0], values[1], next_ptr,
                   lambda start, count: cb.call(body_fn, values[2:] + [status_ptr, start, count]),
                   signed=not dt.is_uint(s.loop_var.dtype),
@@ -101,7 +103,7 @@ def emit_parallel_for(gen, s: tir.For) -> None:
     if gen.made_nontemporal:  # this thread's streamed stores, before other threads run
         gen.fence_nontemporal()
     b.call(gomp, [fn, closure, I32(0), I32(0)])
-    if body_fails:  # the body allocates: pass its failure on
+    if body_fails:  # the body allocates or checks bounds: pass its failure on
         status = b.load(b.gep(closure, [I32(0), I32(2)], source_etype=closure_t), typ=I32)
         gen.fail_if(b.icmp_signed("!=", status, I32(0)), status)
 
@@ -118,7 +120,7 @@ def _new_function(mod, name, ret, arg_types, arg_names, like) -> ir.Function:
 
 def _outline_body(gen, s: tir.For, name: str, captured: list, index_t) -> ir.Function:
     """`void @<name>_body(captured..., status, start, count)` running [start, start+count);
-    a failed heap allocation stores its code at `status` and returns.
+    a failed heap allocation or bounds check stores its code at `status` and returns.
 
     Buffer pointers arrive as `noalias` arguments; once LLVM inlines this function into the
     closure-unpacking one, that becomes scoped alias metadata, so the loop still vectorizes

@@ -444,6 +444,20 @@ class _Compiler:
             return arr[i]
         return load
 
+    def expr_CheckedIndex(self, e: ir.CheckedIndex) -> Callable:
+        """The run-time bounds check of te.build(..., instrument_bound_checkers=True)."""
+        index, extent, name = self.expr(e.index), self.expr(e.extent), e.buffer.name
+
+        def checked():
+            i, n = index(), extent()
+            bad = np.flatnonzero((i < 0) | (i >= n))
+            if bad.size:
+                first = np.asarray(i).reshape(-1)[bad[0]]
+                raise OutOfBoundsError(f"buffer '{name}': index {first} out of range "
+                                       f"[0, {n})")
+            return i
+        return checked
+
     def expr_Prefetch(self, e: ir.Prefetch) -> Callable:
         """A cache hint: nothing is read, but the lowering promises an address inside the
         buffer, so the index is checked (it has no side effects to evaluate)."""

@@ -70,6 +70,27 @@ class Load(Expr):
 
 
 @dataclass(frozen=True, eq=False)
+class CheckedIndex(Expr):
+    """The index of a Load or Store of `buffer`, checked when the code runs to lie in
+    [0, extent) (every lane, for a vector index): otherwise the kernel stops and reports the
+    buffer, the index and the extent. Made by the instrument_bound_checkers pass only."""
+    index: Expr
+    extent: Expr
+    buffer: Buffer
+
+    def expr_children(self) -> tuple:
+        return (self.index, self.extent)
+
+    def with_expr_children(self, new: tuple) -> "CheckedIndex":
+        return dataclasses.replace(self, index=new[0], extent=new[1])
+
+
+def unchecked(index: Expr) -> Expr:
+    """The index expression itself, with its run-time bounds check (if any) taken off."""
+    return index.index if isinstance(index, CheckedIndex) else index
+
+
+@dataclass(frozen=True, eq=False)
 class Prefetch(Expr):
     """A hint to fetch the cache line holding element `load` (a TensorLoad before storage
     flattening, a scalar Load after) into the cache, for reading or (write=True) for

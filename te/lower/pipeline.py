@@ -16,6 +16,7 @@ from ..errors import LoweringError
 from ..schedule.schedule import INLINE, SCOPE, Schedule
 from . import ir
 from .build_loops import schedule_to_stmt
+from .passes.bound_checkers import instrument_bound_checkers
 from .passes.loop_partition import partition_loops
 from .passes.simplify import simplify_stmt
 from .passes.software_pipeline import software_pipeline
@@ -45,7 +46,13 @@ PASSES = (
     ("unroll", lambda f: unroll_loops(f.body)),
     # fold what vectorize and unroll exposed
     ("simplify_final", lambda f: simplify_stmt(f.body, _sizes(f))),
+    # on request only (OPT_IN): a run-time check on each Load and Store index that the loop
+    # ranges do not prove inside its buffer
+    ("instrument_bound_checkers", instrument_bound_checkers),
 )
+
+# Passes that run only when lower() is asked for them, by the keyword of the same name.
+OPT_IN = ("instrument_bound_checkers",)
 
 
 # Target 'cuda' keeps vectorized loops as loops (each GPU thread runs them unrolled), and
@@ -56,12 +63,19 @@ SKIPPED_FOR = {"llvm": (), "cuda": ("loop_partition", "simplify_partitioned", "v
 
 
 def lower(sch: Schedule, args: list, name: str = "main", dump_after: str | None = None,
-          simple_mode: bool = False, target_kind: str = "llvm") -> ir.PrimFunc:
+          simple_mode: bool = False, target_kind: str = "llvm",
+          instrument_bound_checkers: bool = False) -> ir.PrimFunc:
     """te.lower: the lowered function of schedule `sch` taking `args` (tensors) in order;
-    target_kind "cuda" lowers for the GPU code generator (see SKIPPED_FOR)."""
+    target_kind "cuda" lowers for the GPU code generator (see SKIPPED_FOR).
+    instrument_bound_checkers: check at run time every access not proven in bounds."""
     if target_kind not in SKIPPED_FOR:
         raise LoweringError(f"te.lower: target_kind must be one of {', '.join(SKIPPED_FOR)}, "
                             f"got {target_kind!r}")
+    skipped = set(SKIPPED_FOR[target_kind]) | _unrequested(
+        instrument_bound_checkers=instrument_bound_checkers)
+    if "instrument_bound_checkers" not in skipped and target_kind != "llvm":
+        raise LoweringError(f"te.lower: instrument_bound_checkers is supported for "
+                            f"target_kind 'llvm' only, got {target_kind!r}")
     if not isinstance(sch, Schedule):
         raise LoweringError(f"te.lower: sch must be a te.create_schedule(...) result, got "
                             f"{type(sch).__name__}")
@@ -77,12 +91,20 @@ def lower(sch: Schedule, args: list, name: str = "main", dump_after: str | None 
     verify_func(func, "storage_flatten")
     _dump(func, "storage_flatten", dump_after)
     for pass_name, fn in PASSES:
-        if pass_name in SKIPPED_FOR[target_kind]:
+        if pass_name in skipped:
             continue
         func = ir.PrimFunc(func.name, func.params, func.scalar_params, fn(func), func.attrs)
         verify_func(func, pass_name)
         _dump(func, pass_name, dump_after)
     return func
+
+
+def _unrequested(**requested) -> set:
+    """The OPT_IN passes not asked for; each keyword must be a bool."""
+    for option, value in requested.items():
+        if not isinstance(value, bool):
+            raise LoweringError(f"te.lower: {option} must be True or False, got {value!r}")
+    return {p for p in OPT_IN if not requested[p]}
 
 
 def _dump(func: ir.PrimFunc, pass_name: str, dump_after: str | None) -> None:

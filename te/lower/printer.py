@@ -200,6 +200,8 @@ class _Printer:
             return f"{name}(&{self.expr(e.load, top=True)}{hint})"
         if isinstance(e, ir.Load):
             return f"{self.storage(e.buffer)}[{self.expr(e.index, top=True)}]"
+        if isinstance(e, ir.CheckedIndex):  # index, checked to be in [0, extent)
+            return f"checked({self.exprs((e.index, e.extent))})"
         if isinstance(e, E.TensorLoad):
             return f"{self.storage(e.tensor)}[{self.exprs(e.indices)}]"
         if isinstance(e, E.Ramp):
