@@ -1,7 +1,8 @@
 """Shared test helpers: random inputs that are never all zeros, and build-run-compare.
 
 Takes te schedules and numpy reference functions; gives rand_array(), run_kernel(),
-check_schedule() and a softmax graph with its numpy reference and row schedule.
+check_schedule(), build_reference() and a softmax graph with its numpy reference and row
+schedule.
 `import helpers` works in every test: pytest puts tests/ (the directory of the rootdir
 conftest.py) on sys.path. Imports numpy and te.
 """
@@ -52,6 +53,13 @@ def run_kernel(mod, inputs: Sequence[te.Tensor], outputs: Sequence[te.Tensor],
         outs.append(arr)
     mod(*ins, *outs)
     return ins, outs
+
+
+def build_reference(s, args: Sequence[te.Tensor]):
+    """The build of a reference (unscheduled) kernel that other builds are compared with:
+    bounds-checked, so that an access outside a buffer raises IndexError instead of reading
+    stray memory into the expected values (or crashing the test run)."""
+    return te.build(s, list(args), instrument_bound_checkers=True)
 
 
 def check_schedule(s, inputs: Sequence[te.Tensor], outputs: Sequence[te.Tensor],

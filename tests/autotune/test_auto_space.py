@@ -15,7 +15,7 @@ from te.compute import ops
 from te.compute.tensor import PlaceholderOp
 from te.lower.interp import run_func
 from te.schedule import steps as S
-from helpers import rand_array
+from helpers import build_reference, rand_array
 
 N_CONFIGS = 5
 
@@ -30,11 +30,16 @@ def _inputs(args, rng):
     return out
 
 
-def _run(s, args, inputs):
+def _run(s, args, inputs, build=te.build):
     outs = [np.zeros([int(d.value) for d in a.shape], a.dtype) for a in args
             if not isinstance(a.op, PlaceholderOp)]
-    te.build(s, args)(*inputs, *outs)
+    build(s, args)(*inputs, *outs)
     return outs
+
+
+def _unscheduled(out, args, inputs):
+    """The reference result: the unscheduled build of `out`, bounds-checked."""
+    return _run(te.create_schedule(out.op), args, inputs, build=build_reference)
 
 
 def _graphs():
@@ -80,7 +85,7 @@ def test_every_sampled_config_matches_unscheduled(name):
     args = default_args(out)
     rng = np.random.default_rng(0)
     inputs = _inputs(args, rng)
-    want = _run(te.create_schedule(out.op), args, inputs)
+    want = _unscheduled(out, args, inputs)
     picks = random.Random(name).sample(range(len(space)), min(N_CONFIGS, len(space)))
     for idx in [0] + picks:
         cfg = space.get(idx)
@@ -184,7 +189,7 @@ def test_softmax_exp_shares_the_loop_of_its_sums_partial_results():
     lanes = 4 * vector_lanes("float32")
     args = default_args(out)
     inputs = _inputs(args, np.random.default_rng(2))
-    want = _run(te.create_schedule(out.op), args, inputs)
+    want = _unscheduled(out, args, inputs)
     shared = f"T_softmax_exp[ramp(k.outer_1*{lanes}, 1, {lanes})]"
     for change, fused in (({}, True), ({"T_softmax_exp.sum_with": "own"}, False),
                           ({"T_softmax_expsum.at": "root"}, False)):
@@ -210,7 +215,7 @@ def _pipelining_variants(out, knob: str, changes: tuple, seed: int) -> list:
     assert list(space.knobs[knob].options) == ["rows", "off"]
     args = default_args(out)
     inputs = _inputs(args, np.random.default_rng(seed))
-    want = _run(te.create_schedule(out.op), args, inputs)
+    want = _unscheduled(out, args, inputs)
     built = []
     for change, piped in changes:
         values = dict(space.default().values, **change)
@@ -275,7 +280,7 @@ def test_wide_partial_sums_fold_to_one_vector_before_the_scalar_step(name):
     lanes = vector_lanes("float32")
     args = default_args(out)
     inputs = _inputs(args, np.random.default_rng(1))
-    want = _run(te.create_schedule(out.op), args, inputs)
+    want = _unscheduled(out, args, inputs)
     prefix = out.op.name[:-len("_norm")] if name.startswith("softmax") else out.op.name
     reduction = prefix + ("_maxelem" if name.startswith("softmax") else "_mean")
     for at in ("reader", "root"):
@@ -351,7 +356,7 @@ def test_every_knob_option_is_correct(name):
     auto_schedule(space, out)
     args = default_args(out)
     inputs = _inputs(args, np.random.default_rng(1))
-    want = _run(te.create_schedule(out.op), args, inputs)
+    want = _unscheduled(out, args, inputs)
     base = space.default().values
     for knob_name, knob in space.knobs.items():
         rest = knob.options[1:]
@@ -437,7 +442,7 @@ def test_register_tile_fills_the_axis_the_streamed_operand_does_not_depend_on():
     assert d["T_conv2d_nchw.fr"] > 1
     args = default_args(out)
     inputs = _inputs(args, np.random.default_rng(1))
-    want = _run(te.create_schedule(out.op), args, inputs)
+    want = _unscheduled(out, args, inputs)
     for nr in space.knobs["T_conv2d_nchw.nr"].options:   # whole rows, halves, tails
         values = dict(d, **{"T_conv2d_nchw.nr": nr})
         s, a = auto_schedule(space.from_json_dict({"knobs": values}), out, args)
