@@ -2,7 +2,7 @@
 instrument_bound_checkers pass puts on Load and Store indices.
 
 Takes the FuncGen of codegen_llvm (duck-typed, never imported here, so no cycle: it gives
-.b, .mod, .env, .index_value, .splat and .fail_if) and loop IR; gives the check of one index and the
+.b, .mod, .env, .expr, .splat and .fail_if) and loop IR; gives the check of one index and the
 numbering of the checked buffers. A kernel with checks takes one more argument after its
 scalars, the error record: three int64s. A failed check writes (2k for a load from checked
 buffer k, 2k + 1 for a store to it; the offending index, the first such lane of a vector;
@@ -47,7 +47,9 @@ def checked_buffers(s: tir.Stmt) -> tuple:
 def check(gen, index: E.Expr, store: bool) -> E.Expr:
     """The index a Load or Store (store=True) addresses with. For an ir.CheckedIndex the
     check is emitted first, and the expression returned names the values it computed, so
-    that no part of the index (a gathered Load, say) is evaluated twice."""
+    that no part of the index (a gathered Load, say) is evaluated twice. The index is
+    computed as data arithmetic, which wraps around (FuncGen.index_value would mark it
+    no-wrap): a value that overflowed must be caught, not be a poison value to LLVM."""
     if not isinstance(index, tir.CheckedIndex):
         return index
     inner = index.index
@@ -56,7 +58,7 @@ def check(gen, index: E.Expr, store: bool) -> E.Expr:
                        inner.lanes)
     else:
         inner = _named(gen, inner)
-    value, extent = gen.index_value(inner), gen.index_value(index.extent)
+    value, extent = gen.expr(inner), gen.expr(index.extent)
     lanes = dt.lanes(index.dtype)
     signed = not dt.is_uint(index.dtype)
     b = gen.b
@@ -79,7 +81,7 @@ def _named(gen, e: E.Expr) -> E.Expr:
     if isinstance(e, (E.Const, E.Var)):
         return e
     var = E.Var("checked", e.dtype)
-    gen.env[var] = gen.index_value(e)
+    gen.env[var] = gen.expr(e)
     return var
 
 
