@@ -193,6 +193,26 @@ def test_store_outside_the_buffer_raises_index_error():
     np.testing.assert_array_equal(c[[4, 0, 2, 1]], a)
 
 
+def test_a_guard_on_memory_proves_nothing_a_store_may_change():
+    """if (I[0] >= 0 && I[0] < 10) { I[0] = 50; C[0] = A[I[0]] }: the guard held when it
+    was evaluated, not after the store."""
+    bufs = {name: ir.Buffer(name, dtype, (te.const(size),), (te.const(1),),
+                            te.Var(name, "handle"))
+            for name, dtype, size in (("A", "float32", 10), ("I", "int32", 1),
+                                      ("C", "float32", 1))}
+    A, I, C = bufs["A"], bufs["I"], bufs["C"]
+    zero = te.const(0)
+    first = ir.Load("int32", I, zero)
+    body = ir.IfThenElse((first >= 0) & (first < 10), ir.seq(ir.Store(I, zero, te.const(50)),
+                                            ir.Store(C, zero, ir.Load("float32", A, first))))
+    func = ir.PrimFunc("main", (A, I, C), (), body)
+    func = ir.PrimFunc("main", func.params, (), instrument_bound_checkers(func),
+                       {"output_params": ("I", "C")})
+    assert "C[0] = A[checked(I[0], 10)]" in str(func)
+    with pytest.raises(IndexError, match=_message("load from", "A", 50, 10)):
+        te.build(func)(rand_array((10,)), np.array([3], "int32"), np.zeros(1, "float32"))
+
+
 def test_the_interpreter_runs_the_checks_too():
     func = _scatter_func()
     with pytest.raises(OutOfBoundsError, match=re.escape("buffer 'C': index 7 out of range "

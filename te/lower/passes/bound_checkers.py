@@ -45,7 +45,10 @@ class _Instrument(Mutator):
         self.facts: dict = {}  # arith.key(e) -> (e, lo, hi) known inside guards; None: none
 
     def _interval(self, e: E.Expr):
-        if not dt.is_integral(e.dtype) or dt.lanes(e.dtype) != 1:
+        """[lo, hi] of scalar integer `e` over the enclosing ranges and guards, or None. An
+        expression that reads memory has none: a store may change what it reads (a bound
+        `I[0]` would go stale), and a gathered index is what the checks are for."""
+        if not dt.is_integral(e.dtype) or dt.lanes(e.dtype) != 1 or _reads_memory(e):
             return None
         e = self.ana.simplify(e)
         itv = interval(e, self.ranges, self.ana)
@@ -123,7 +126,8 @@ class _Instrument(Mutator):
         about the expression `side`, and a narrower range for its variable v when side is
         v + rest or rest - v."""
         itv = self._interval(other)
-        if itv is None or not dt.is_integral(side.dtype) or dt.lanes(side.dtype) != 1:
+        if (itv is None or not dt.is_integral(side.dtype) or dt.lanes(side.dtype) != 1
+                or _reads_memory(side)):
             return visit()
         side = self.ana.simplify(side)
         end = self.ana.simplify(E.binary("add", itv[0 if below else 1],
@@ -162,14 +166,18 @@ class _Instrument(Mutator):
         return None
 
     def _binding(self, var: E.Var, rng, visit):
-        """visit() with `var` bound afresh to range `rng` (None: unknown); what guards said
-        about expressions of the variable's earlier binding does not hold for the new one."""
-        kept = self.facts
-        self.facts = {k: f for k, f in kept.items() if var not in E.free_vars(f[0])}
+        """visit() with `var` bound afresh to range `rng` (None: unknown); what was known in
+        terms of the variable's earlier binding does not hold for the new one."""
+        kept_facts, kept_ranges = self.facts, self.ranges
+
+        def stale(*exprs) -> bool:
+            return any(x is not None and var in E.free_vars(x) for x in exprs)
+        self.facts = {k: f for k, f in kept_facts.items() if not stale(*f)}
+        self.ranges = {v: r for v, r in kept_ranges.items() if not stale(*r)}
         try:
             return self._scoped(self.ranges, var, rng, visit)
         finally:
-            self.facts = kept
+            self.facts, self.ranges = kept_facts, kept_ranges
 
     def visit_Allocate(self, s: ir.Allocate) -> ir.Stmt:
         extent = self.visit_expr(s.extent)
@@ -239,6 +247,16 @@ def _at_lane(e: E.Expr, lane: E.Var):
         a, b = _at_lane(e.a, lane), _at_lane(e.b, lane)
         return None if a is None or b is None else E.binary(e.op, a, b)
     return None
+
+
+def _reads_memory(e: E.Expr) -> bool:
+    found = []
+
+    def visit(node):
+        if isinstance(node, ir.Load) or (isinstance(node, E.Call) and node.extern):
+            found.append(node)
+    E.pre_order(e, visit)
+    return bool(found)
 
 
 # a OP b -> (whether b bounds a from below, the offset added to that bound)
