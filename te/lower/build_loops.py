@@ -5,7 +5,7 @@ scopes and ProducerStores: one loop nest per stage in its leaf order, attached s
 inside the loop they are attached to, stages fused by compute_with inside their parent's
 innermost shared loop, inlined stages substituted into their readers, reductions split into
 an init nest and an update nest, and guards where a split does not divide. Imports
-te.compute, te.schedule, ir, bound, arith, compute_with, prefetch.
+te.compute, te.schedule, ir, bound, arith, compute_with, index_width, prefetch.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from . import ir
 from .arith import Analyzer, interval
 from .bound import enclosing_loops, infer_bounds, leaf_to_root
 from .compute_with import check_extents, check_same_iteration, fusions, inner_part
+from .index_width import exact_indices
 from .prefetch import prefetch_stmt
 
 
@@ -288,7 +289,7 @@ def _guarded(cond: E.Expr, stmt: ir.Stmt) -> ir.Stmt:
 
 def schedule_to_stmt(sch: Schedule, arg_tensors: list) -> ir.Stmt:
     """The full loop nest of a schedule (before flattening)."""
-    bodies = inline_bodies(sch)
+    bodies = exact_indices(inline_bodies(sch), arg_tensors)
     computed = [st for st in sch.stages if st in bodies]
     bounds = infer_bounds(sch.stages, bodies, _readers(computed, bodies))
     return LoopBuilder(sch, bodies, bounds, arg_tensors).build()

@@ -137,8 +137,9 @@ class _KernelGen:
         self.stored = stored_buffers(part.body)
         self.uses_barriers = False
         self.filling = False    # emitting a statement that fills shared memory
-        # Emitting a Load/Store index or loop bounds: integer arithmetic there is proven
-        # not to overflow (storage_flatten widens what could); data arithmetic wraps.
+        # Emitting a Load/Store index or loop bounds: int32 arithmetic there is proven not
+        # to overflow (index_width widens what could); data arithmetic wraps, and so may
+        # int64 index arithmetic on loaded int64 values.
         self.in_index = False
 
     def name(self, key, hint: str) -> str:
@@ -305,16 +306,15 @@ class _KernelGen:
             return f"({a} {'<' if e.op == 'min' else '>'} {b} ? {a} : {b})"
         if e.op in _INFIX:
             text = f"({a} {_INFIX[e.op]} {b})"
-            if not (dt.is_integral(e.dtype) and e.op in ("add", "sub", "mul")):
+            if not (dt.is_integral(e.dtype) and e.op in ("add", "sub", "mul")) or (
+                    self.in_index and e.dtype == "int32"):
                 return text
-            if not self.in_index and e.dtype not in ("uint32", "uint64"):
+            if e.dtype not in ("uint32", "uint64"):
                 # Signed overflow (or int overflow of promoted narrow types) is undefined in
-                # C: data arithmetic wraps in unsigned, as numpy's does.
+                # C: the arithmetic wraps in unsigned, as numpy's does.
                 unsigned = "unsigned long long" if dt.bits(e.dtype) == 64 else "unsigned"
                 text = f"(({unsigned}){a} {_INFIX[e.op]} ({unsigned}){b})"
-            if dt.bits(e.dtype) < 32 or not self.in_index:
-                text = f"(({c_type(e.dtype)}){text})"  # back to the dtype, wrapping
-            return text
+            return f"(({c_type(e.dtype)}){text})"  # back to the dtype, wrapping
         float_suffix = "f" if e.dtype == "float32" else ""
         if dt.is_float(e.dtype):
             if e.op == "div":

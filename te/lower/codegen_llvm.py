@@ -167,9 +167,10 @@ class FuncGen(BlockValues):
         self.init_block_values()
         self._const_exprs: dict = {}  # (dtype, value) of a Const node -> its constant
         self._expr_methods: dict = {}  # expression type -> bound expr_<Type> method
-        # While generating a Load/Store index or loop bounds: signed arithmetic there is
-        # proven not to wrap (storage_flatten computes in int64 what could overflow int32),
-        # and `nsw` lets LLVM turn sext(i*n + j) into an affine address. Data wraps.
+        # While generating a Load/Store index or loop bounds: int32 arithmetic there is
+        # proven not to wrap (index_width computes in int64 what could overflow int32), and
+        # `nsw` lets LLVM turn sext(i*n + j) into an affine address. Data wraps, and so may
+        # int64 index arithmetic on loaded int64 values.
         self.in_index = False
         # Inside a loop with pragma "nontemporal_store": dense vector stores to argument
         # buffers bypass the caches; a function that made any fences them before returning.
@@ -494,7 +495,7 @@ class FuncGen(BlockValues):
             return self.float_binary(op, dtype, a, b)
         unsigned = dt.is_uint(dtype) or dt.is_bool(dtype)
         if op in _INT_BINOP:
-            no_wrap = self.in_index and dt.is_int(dtype) and op in ("add", "sub", "mul")
+            no_wrap = self.in_index and dtype == "int32" and op in ("add", "sub", "mul")
             return self.int_op(op, a, b, ["nsw"] if no_wrap else [])
         if op in ("min", "max"):
             cmp = self.b.icmp_unsigned if unsigned else self.b.icmp_signed
