@@ -165,12 +165,11 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0):
     first = op.body[0]
     vmap, cond = {}, first.condition
     for r in op.reduce_axis:
-        value = E.binary("add", r.dom.min, vals[r])
-        vmap[r.var] = value
-        if _may_exceed(st, r):
-            # the bound first: the update nests the conjuncts in order (build_loops), so a
-            # `where` that reads a tensor is evaluated only inside the axis's extent
-            cond = E.logical("and", E.binary("lt", vals[r], r.dom.extent), cond)
+        vmap[r.var] = E.binary("add", r.dom.min, vals[r])
+    # the bounds first: the update nests the conjuncts in order (build_loops), so a `where`
+    # that reads a tensor is evaluated only inside the axes' extents
+    for bound in reversed(_split_bounds(st, vals)):
+        cond = E.logical("and", bound, cond)
     cond = E.substitute(cond, vmap)
     new_axis = tuple(IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), DATA_PAR)
                      for iv in op.axis)
@@ -207,16 +206,19 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0):
     return outs if rf_op.num_outputs > 1 else outs[0]
 
 
-def _may_exceed(st: Stage, root: IterVar) -> bool:
-    """Could the loops derived from `root` run past its extent (a non-dividing split)?"""
+def _split_bounds(st: Stage, vals: dict) -> list:
+    """`value < extent` for the parent of every split that may not divide it, root or not:
+    in split(k, 1) then split(k.inner, 3), k.inner < 1 must hold as well as k < extent,
+    or k.outer + k.inner.inner reaches each k several times."""
+    out = []
     for rel in st.relations:
-        if isinstance(rel, SplitRel) and not isinstance(rel.parent.dom.extent, E.Const):
-            return True
-        if isinstance(rel, SplitRel):
-            f = rel.factor if rel.factor is not None else rel.nparts
-            if rel.parent.dom.extent.value % f.value:
-                return True
-    return False
+        if not isinstance(rel, SplitRel) or rel.parent not in vals:
+            continue
+        ext = rel.parent.dom.extent
+        by = rel.factor if rel.factor is not None else rel.nparts
+        if not isinstance(ext, E.Const) or ext.value % by.value:
+            out.append(E.binary("lt", vals[rel.parent], ext))
+    return out
 
 
 def apply_steps(sch: Schedule, steps) -> Schedule:

@@ -17,7 +17,8 @@ def test_matmul_with_a_producer():
     r = te.reduce_axis((0, 7), "r")
     C = te.compute((5, 3), lambda i, j: te.sum(As[i, r] * B[r, j], axis=r), name="C")
     a, b = rand_array((5, 7)), rand_array((7, 3))
-    np.testing.assert_allclose(evaluate(C, {A: a, B: b})[0], (a * 0.5 + 1.0) @ b, rtol=1e-5)
+    np.testing.assert_allclose(evaluate(C, {A: a, B: b})[0], (a * 0.5 + 1.0) @ b,
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_padding_reads_only_where_the_condition_holds():
@@ -37,7 +38,7 @@ def test_reduction_with_where_init_and_offset_axis():
     a = rand_array((4, 9))
     part = a[:, 2:7]
     want = 10.0 + np.where(part > 0, part, 0).sum(1)
-    np.testing.assert_allclose(evaluate(R, {A: a})[0], want, rtol=1e-6)
+    np.testing.assert_allclose(evaluate(R, {A: a})[0], want, rtol=1e-6, atol=1e-6)
 
 
 def test_where_guards_the_read_of_its_second_conjunct():
@@ -46,7 +47,7 @@ def test_where_guards_the_read_of_its_second_conjunct():
     R = te.compute((1,), lambda i: te.sum(A[k], axis=k, where=te.all(k < 5, A[k] > 0)),
                    name="R")
     a = rand_array((5,))
-    np.testing.assert_allclose(evaluate(R, {A: a})[0], [a[a > 0].sum()], rtol=1e-6)
+    np.testing.assert_allclose(evaluate(R, {A: a})[0], [a[a > 0].sum()], rtol=1e-6, atol=1e-6)
 
 
 def test_tuple_reducer_argmax():

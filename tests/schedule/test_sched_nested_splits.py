@@ -47,6 +47,16 @@ def test_issue_reproduction_sums_each_element_once():
     _check_three_ways(s, [A], [B])
 
 
+@pytest.mark.parametrize("factor_axis", [0, 1])
+def test_rfactor_at_the_inner_loop_of_a_nested_split(factor_axis):
+    A, B = _sum_of(3)
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=1)
+    kio, kii = s[B].split(ki, factor=3)
+    s.rfactor(B, kii, factor_axis=factor_axis)
+    _check_three_ways(s, [A], [B])
+
+
 @pytest.mark.parametrize("sizes", [[-1, 1, 3], [-1, 2, 4], [-1, 3, 2, 5], [-1, 1, 1, 7]])
 def test_autotvm_split_knob_inner_factor_larger_than_its_loop(sizes):
     A, B = _sum_of(5)

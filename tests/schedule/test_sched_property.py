@@ -20,7 +20,7 @@ from hypothesis import given
 import te
 from compute_oracle import evaluate
 from helpers import run_kernel
-from te.compute.tensor import DATA_PAR
+from te.compute.tensor import DATA_PAR, REDUCE
 from te.schedule.dataflow import apply_steps
 from te.schedule.steps import from_json
 
@@ -190,18 +190,27 @@ def test_random_schedule_elementwise_chain(data):
 @given(st.data())
 def test_random_split_chains_of_a_reduction(data):
     """Each axis of a two-axis sum split into a chain of up to four loops (AutoTVM's
-    [-1, f1, f2, f3]) whose factors may exceed the loop they split, in a random order:
-    every element is added once, whatever the factors."""
+    [-1, f1, f2, f3]) whose factors may exceed the loop they split, maybe rfactor at one
+    of the reduction's loops, then a random order: every element is added once, whatever
+    the factors."""
     A = te.placeholder((6, 5, 7), name="A")
     k1, k2 = te.reduce_axis((0, 5), "k1"), te.reduce_axis((0, 7), "k2")
     C = te.compute((6,), lambda i: te.sum(A[i, k1, k2] * A[5 - i, k1, 6 - k2], axis=[k1, k2]),
                    name="C")
     s = te.create_schedule(C.op)
-    for iv in list(s[C].leaf_iter_vars):
-        rest = iv
-        for _ in range(data.draw(st.integers(0, 3), label=f"splits of {iv.var.name}")):
-            _, rest = s[C].split(rest, factor=data.draw(st.integers(1, 9), label="factor"))
-    s[C].reorder(*data.draw(st.permutations(list(s[C].leaf_iter_vars)), label="order"))
+
+    def split_chains(stage, axes):
+        for iv in axes:
+            rest = iv
+            for _ in range(data.draw(st.integers(0, 3), label=f"splits of {iv.var.name}")):
+                _, rest = stage.split(rest, factor=data.draw(st.integers(1, 9), label="by"))
+    split_chains(s[C], C.op.reduce_axis)
+    last = C
+    if data.draw(st.booleans(), label="rfactor"):
+        reduce_loops = [iv for iv in s[C].leaf_iter_vars if iv.iter_type == REDUCE]
+        last = s.rfactor(C, data.draw(st.sampled_from(reduce_loops), label="at"))
+    split_chains(s[last], s[last].op.axis)
+    s[last].reorder(*data.draw(st.permutations(list(s[last].leaf_iter_vars)), label="order"))
 
     def ref(a):
         return np.einsum("ijk,ijk->i", a, a[::-1, :, ::-1])
