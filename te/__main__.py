@@ -116,6 +116,10 @@ def _print_table(rows: list) -> None:
         print("  ".join(cell.rjust(w) for cell, w in zip(line, widths)))
 
 
+# main()'s code after Ctrl-C: 128 + SIGINT, what a shell reports for a program Ctrl-C ended.
+EXIT_INTERRUPTED = 130
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m te", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -125,17 +129,41 @@ def main(argv=None) -> int:
     from .autotune import cli as tune_cli
     tune_cli.add_parser(sub)
     args = parser.parse_args(argv)
-    if args.command == "tune":
-        try:
+    if args.command == "demo" and args.size < 1:
+        parser.error(f"--size must be a positive integer, got {args.size}")
+    prog = f"{parser.prog} {args.command}"
+    try:
+        if args.command == "tune":
             return tune_cli.run(args)
-        except (te.TEError, te.ArgumentError) as err:
-            parser.error(str(err))  # a usage error: the message and exit code 2, no traceback
-    if args.command == "demo":
-        if args.size < 1:
-            parser.error(f"--size must be a positive integer, got {args.size}")
         return demo(args.size, not args.no_ir)
-    return 2
+    except te.autotune.TuningLogError as err:
+        return _fail(f"{prog}: error: {err}", 1)
+    except (te.TEError, te.ArgumentError) as err:
+        parser.error(str(err))  # a usage error: the message and exit code 2, no traceback
+    except MemoryError as err:
+        # numpy says how much it could not allocate, for which shape
+        option = "--shape" if args.command == "tune" else "--size"
+        return _fail(f"{prog}: error: out of memory ({err or 'no detail'}); try a smaller "
+                     f"{option}", 1)
+    except KeyboardInterrupt as err:
+        done = tune_cli.interrupted_text(args, getattr(err, "result", None)) \
+            if args.command == "tune" else "interrupted"
+        return _fail(f"{prog}: {done}", EXIT_INTERRUPTED)
 
+
+def _fail(message: str, code: int) -> int:
+    """One line on stderr instead of a traceback; the exit code."""
+    sys.stdout.flush()
+    print(message, file=sys.stderr)
+    return code
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if code == EXIT_INTERRUPTED:
+        # End as Python ends on an uncaught KeyboardInterrupt: killed by SIGINT after a clean
+        # interpreter exit, so a shell script running this stops too. (Returning 130 would
+        # not be reliable either: CPython 3.11 also dies by SIGINT when the interrupt passed
+        # through an exec of a string, e.g. a dataclass being defined by a lazy import.)
+        sys.excepthook = lambda *exc: None   # main() already said what happened
+        raise KeyboardInterrupt
+    sys.exit(code)

@@ -36,3 +36,22 @@ class LoweringError(TEError):
 class BuildError(TEError):
     """Code generation or native compilation failed."""
 
+
+
+class TuningLogError(TEError):
+    """Appending to a tuning log failed (a full disk, say) and the run stopped; the log
+    keeps whole records only. `result` is the TuneResult so far."""
+
+    def __init__(self, message: str, result=None):
+        super().__init__(message)
+        self.result = result
+
+
+class TuningInterrupted(KeyboardInterrupt):
+    """Ctrl-C during te.autotune, raised once the log holds every finished trial whole and
+    the workers are gone. Still a KeyboardInterrupt, as optuna's study.optimize and
+    AutoTVM's tuner.tune let it through; `result` is the TuneResult so far."""
+
+    def __init__(self, message: str, result=None):
+        super().__init__(message)
+        self.result = result

@@ -7,7 +7,7 @@ imported when a tuning run starts. Imports dispatch, space, workload.
 """
 from __future__ import annotations
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, TuningInterrupted, TuningLogError
 from . import dispatch
 from .space import ConfigEntity, ConfigSpace
 from .workload import graph_key
@@ -38,6 +38,9 @@ class _AutotuneAPI:
 
     Tune `outputs` (a tensor, an op or a list; or a @te.autotune.template with args=) and
     return a TuneResult (best config, time, GFLOP/s, history, .schedule(), .build()).
+    Ctrl-C raises te.autotune.TuningInterrupted (a KeyboardInterrupt) and a failed append
+    to `log` (a full disk) te.autotune.TuningLogError, each once the log holds whole
+    records only, with the TuneResult so far as `.result`; the same call resumes.
     """
 
     template = staticmethod(dispatch.template)
@@ -47,6 +50,8 @@ class _AutotuneAPI:
     load_best = staticmethod(load_best)
     ConfigSpace = ConfigSpace
     ConfigEntity = ConfigEntity
+    TuningInterrupted = TuningInterrupted
+    TuningLogError = TuningLogError
 
     def __call__(self, outputs, trials: int = 500, target: str = "llvm", log: str | None = None,
                  tuner: str = "xgb", timeout: float | None = None, seed: int | None = None,

@@ -62,16 +62,37 @@ def numpy_blas() -> str:
 
 
 def run(args) -> int:
-    import numpy as np
-
     import te
     from . import workloads
-    from .tune import random_inputs
     out, targs, flops, ref_fn = workloads.make(args.op, args.shape)
     t0 = time.time()
     res = te.autotune(out, args=targs, trials=args.trials, log=args.log, tuner=args.tuner,
                       timeout=args.timeout, seed=args.seed)
-    wall = time.time() - t0
+    try:
+        return _report(args, res, time.time() - t0, flops, ref_fn)
+    except KeyboardInterrupt:
+        # what was tuned stays in the log: say so as for an interrupted tuning run
+        raise te.autotune.TuningInterrupted("interrupted after tuning", res) from None
+
+
+def interrupted_text(args, result) -> str:
+    """What `python -m te tune` says on Ctrl-C: how much of the run is saved, and how to
+    go on (the same command resumes from --log)."""
+    if result is None:
+        return "interrupted before tuning started"
+    if args.log:
+        return (f"interrupted: {result.saved} trials saved in '{args.log}'; run the same "
+                f"command to resume")
+    return (f"interrupted after {len(result.history)} trials; none saved (run with --log FILE "
+            f"to be able to resume)")
+
+
+def _report(args, res, wall: float, flops: float, ref_fn) -> int:
+    """Print the best config, its loop IR and its time next to numpy's."""
+    import numpy as np
+
+    import te
+    from .tune import random_inputs
     if res.best is None:
         print(f"no config succeeded; errors: {res.errors}")
         return 1

@@ -2,12 +2,14 @@
 
 Takes measured configs; gives a log file where each line is one self-contained JSON record
 (format version, workload key, target, package version, the config's knob values and the
-measurement). Appends are one os.write of a whole line on an O_APPEND descriptor under an
-exclusive flock, so lines from several processes never interleave and a crash can only cut
-the last line, which the reader skips. No pickle: a log is data. Imports nothing from te.
+measurement). Appends write a whole line on an O_APPEND descriptor under an exclusive
+flock, so lines from several processes never interleave; a failed append (a full disk) cuts
+the file back, and a crash can only cut the last line, which the reader skips with a
+warning. No pickle: a log is data. Imports nothing from te.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import math
@@ -130,7 +132,8 @@ class Record:
 
 
 def append_record(path: str, record: Record) -> None:
-    """Append one record as one line; safe against concurrent appenders and crashes."""
+    """Append one record as one line; safe against concurrent appenders and crashes. An
+    OSError (a full disk) leaves the file as it was."""
     data = record.to_line().encode()
     check_regular(path)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -142,11 +145,27 @@ def append_record(path: str, record: Record) -> None:
             # broken line stays the only casualty.
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 data = b"\n" + data
-            os.write(fd, data)
+            _write_whole(fd, data, size)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _write_whole(fd: int, data: bytes, size: int) -> None:
+    """Write all of `data` at the end of the file, or nothing: when a write fails part way
+    (a full disk: a short write, then ENOSPC) or is interrupted (Ctrl-C), cut the file back
+    to its `size` before, so the log keeps whole lines only."""
+    view = memoryview(data)
+    try:
+        while view:
+            written = os.write(fd, view)
+            if written == 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            view = view[written:]
+    except BaseException:
+        os.ftruncate(fd, size)
+        raise
 
 
 def load_records(path: str) -> tuple:

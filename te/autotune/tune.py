@@ -19,7 +19,7 @@ import runtime
 from ..build import build, signature_of, target_features
 from ..compute import expr as E
 from ..compute.tensor import ComputeOp, PlaceholderOp
-from ..errors import ArgumentError, ScheduleError, TEError
+from ..errors import ArgumentError, ScheduleError, TEError, TuningInterrupted, TuningLogError
 from ..lower.codegen_llvm import codegen_llvm
 from ..lower.pipeline import lower
 from ..schedule.schedule import create_schedule, topo_order
@@ -107,7 +107,9 @@ def _value_ops(e) -> int:
 
 
 def random_inputs(args: list, seed: int = 0) -> list:
-    """Non-zero random inputs for the placeholders among `args`."""
+    """Non-zero random inputs for the placeholders among `args`: floats of magnitude 0.5 to
+    1.5 and either sign, integers 1 to 9. Made in place in the input's own dtype (float32
+    for float16), so an input near the memory limit needs no float64 temporaries."""
     import numpy as np
     rng = np.random.default_rng(seed)
     out = []
@@ -115,12 +117,19 @@ def random_inputs(args: list, seed: int = 0) -> list:
         if not isinstance(a.op, PlaceholderOp):
             continue
         shape = tuple(int(d.value) for d in a.shape)
-        kind = np.dtype(a.dtype).kind
-        if kind == "f":
-            sign = rng.choice(np.array([-1.0, 1.0]), size=shape)
-            out.append((sign * rng.uniform(0.5, 1.5, size=shape)).astype(a.dtype))
+        dtype = np.dtype(a.dtype)
+        if dtype.kind == "f":
+            x = rng.random(shape, dtype=np.float64 if dtype.itemsize > 4 else np.float32)
+            x *= 2.0
+            x -= 1.0                        # [-1, 1)
+            negative = x < 0
+            x += 0.5                        # [0, 1) -> [0.5, 1.5)
+            np.subtract(x, 1.0, out=x, where=negative)   # [-1, 0) -> [-1.5, -0.5)
+            out.append(x.astype(dtype, copy=False))
+        elif dtype.kind == "b":
+            out.append(np.ones(shape, dtype))
         else:
-            out.append(rng.integers(1, 10, size=shape).astype(a.dtype))
+            out.append(rng.integers(1, 10, size=shape, dtype=dtype))
     return out
 
 
@@ -141,6 +150,7 @@ class TuneResult:
     # Repeated measurements of configs already in the history (the leaders, re-measured at
     # the end of a run: CONFIRM_TOP); they count toward a config's cost, not as trials.
     confirmations: list = field(default_factory=list)
+    saved: int = 0      # trials whose records are in the log (resumed ones included)
 
     def _ranked(self) -> list:
         return R.rank_by_config([(t.config, t.result, t)
@@ -243,13 +253,17 @@ class _Progress:
     def __init__(self, verbose: int, total: int, flops: float):
         self.verbose, self.total, self.flops = verbose, total, flops
         self.start = time.time()
+        self.shown = False
 
-    def show(self, result: TuneResult, new: int, final: bool = False) -> None:
-        if not self.verbose:
-            return
-        if final:
+    def end(self) -> None:
+        """End the progress line (before the next output, a message or a traceback)."""
+        if self.shown:
             sys.stderr.write("\n")
             sys.stderr.flush()
+            self.shown = False
+
+    def show(self, result: TuneResult, new: int) -> None:
+        if not self.verbose:
             return
         dt = max(time.time() - self.start, 1e-9)
         errs = sum(result.errors.values())
@@ -258,6 +272,7 @@ class _Progress:
                 f"errors {errs}")
         sys.stderr.write(line)
         sys.stderr.flush()
+        self.shown = True
 
 
 def _is_int(x) -> bool:
@@ -286,34 +301,43 @@ def tune(task, trials: int = 500, target: str = "llvm", log: str | None = None,
          tuner: str = "xgb", timeout: float | None = None, seed: int | None = None,
          early_stopping: int | None = None, verbose: int = 1,
          measure_option: MeasureOptions | None = None, batch_size: int = 16) -> TuneResult:
-    """Run the tuning loop on `task`; see te.autotune for the parameters."""
+    """Run the tuning loop on `task`; see te.autotune for the parameters. Ctrl-C raises
+    TuningInterrupted and a failed append to the log TuningLogError, each carrying the
+    TuneResult so far, once the log holds whole records only and the workers are gone."""
     _check_tune_args(trials, timeout, early_stopping, batch_size, seed, measure_option)
     if log is not None:
         try:
             R.check_log_path(log)
         except ValueError as err:
             raise ArgumentError(f"te.autotune: {err}") from None
-    start = time.time()
-    space = task.space
-    version = package_version()
     result = TuneResult(task, target, estimate_flops(task.outputs), log=log)
-    tuner_obj = make_tuner(tuner, space, task, seed)
-    _resume(result, tuner_obj, task, log, target, version)
     progress = _Progress(verbose, trials, result.flops)
+    try:
+        _search(result, progress, trials=trials, tuner=tuner, timeout=timeout, seed=seed,
+                early_stopping=early_stopping, measure_option=measure_option,
+                batch_size=batch_size)
+    except KeyboardInterrupt:
+        raise TuningInterrupted(_interrupted_text(result), result) from None
+    finally:
+        progress.end()
+    return result
+
+
+def _search(result: TuneResult, progress, trials, tuner, timeout, seed, early_stopping,
+            measure_option, batch_size) -> None:
+    """The loop of tune(): resume from the log, measure batches, re-measure the leaders."""
+    start = time.time()
+    task = result.task
+    version = package_version()
+    tuner_obj = make_tuner(tuner, task.space, task, seed)
+    _resume(result, tuner_obj, task, result.log, result.target, version)
+    result.saved = len(result.history) if result.log else 0
     parallel = runtime.parallel_available()
     best_at = len(result.history)
     best_time = result.best_time
     new = 0
     with LocalRunner(measure_option) as runner:
-        s, args = task.reference()
-        ref_job, err = _compile_job(_Fixed(s, args), None, parallel)
-        if err is not None:
-            raise TEError(f"te.autotune: the unscheduled reference does not build: {err.msg}")
-        outs = [(tuple(int(d.value) for d in a.shape), a.dtype) for a in args
-                if not isinstance(a.op, PlaceholderOp)]
-        ref = runner.set_task(random_inputs(args, seed or 0), outs, ref_job)
-        if not ref.ok and ref.error != R.WRONG_ANSWER:
-            raise TEError(f"te.autotune: the reference run failed ({ref.error}): {ref.msg}")
+        _set_reference(runner, task, parallel, seed)
         while len(result.history) < trials and tuner_obj.has_next():
             if timeout is not None and time.time() - start >= timeout:
                 break
@@ -326,18 +350,60 @@ def tune(task, trials: int = 500, target: str = "llvm", log: str | None = None,
             for cfg, r in zip(batch, res):
                 trial = Trial(cfg.to_json_dict(), r)
                 result.history.append(trial)
-                if log:
-                    R.append_record(log, R.Record(task.key, target, version, trial.config, r,
-                                                  result.flops))
+                _save(result, trial, version, is_trial=True)
                 if r.ok and r.median < best_time:
                     best_time, best_at = r.median, len(result.history)
             tuner_obj.update(batch, res)
             new += len(batch)
             progress.show(result, new)
         if new or not _leaders_confirmed(result):
-            _confirm_leaders(runner, task, result, parallel, log, version)
-    progress.show(result, new, final=True)
-    return result
+            _confirm_leaders(runner, task, result, parallel, version)
+
+
+def _set_reference(runner, task, parallel: bool, seed) -> None:
+    """Give the workers the task: its inputs and the unscheduled schedule's outputs."""
+    s, args = task.reference()
+    ref_job, err = _compile_job(_Fixed(s, args), None, parallel)
+    if err is not None:
+        raise TEError(f"te.autotune: the unscheduled reference does not build: {err.msg}")
+    outs = [(tuple(int(d.value) for d in a.shape), a.dtype) for a in args
+            if not isinstance(a.op, PlaceholderOp)]
+    ref = runner.set_task(random_inputs(args, seed or 0), outs, ref_job)
+    if not ref.ok and ref.error != R.WRONG_ANSWER:
+        raise TEError(f"te.autotune: the reference run failed ({ref.error}): {ref.msg}")
+
+
+def _save(result: TuneResult, trial: Trial, version: str, is_trial: bool) -> None:
+    """Append a measurement to the log, if there is one; a failed append (a full disk)
+    leaves the log as it was and stops the run with TuningLogError."""
+    if not result.log:
+        return
+    try:
+        R.append_record(result.log, R.Record(result.task.key, result.target, version,
+                                              trial.config, trial.result, result.flops))
+    except OSError as err:
+        raise TuningLogError(f"te.autotune: cannot append to the log '{result.log}' "
+                             f"({err.strerror or err}); it holds {result.saved} whole trials "
+                             f"of {result.task.name}, which a run with the same log resumes "
+                             f"from; {_best_text(result)}", result) from err
+    if is_trial:
+        result.saved += 1
+
+
+def _best_text(result: TuneResult) -> str:
+    best = result.best
+    if best is None:
+        return "no config has succeeded yet"
+    return (f"best so far {result.best_time * 1e3:.4g} ms ({result.best_gflops:.1f} "
+            f"GFLOP/s), config {R.config_key(best.config)}")
+
+
+def _interrupted_text(result: TuneResult) -> str:
+    if result.log:
+        return (f"te.autotune interrupted: {result.saved} trials of {result.task.name} saved "
+                f"in '{result.log}'; run it again with the same log to resume")
+    return (f"te.autotune interrupted after {len(result.history)} trials; none saved (give "
+            f"log= to be able to resume)")
 
 
 # The leading configs are measured once more when a run ends: on a noisy machine the
@@ -371,7 +437,7 @@ def _leaders_confirmed(result: TuneResult) -> bool:
                                    for t in leaders)
 
 
-def _confirm_leaders(runner, task, result: TuneResult, parallel: bool, log, version) -> None:
+def _confirm_leaders(runner, task, result: TuneResult, parallel: bool, version) -> None:
     """Measure the CONFIRM_TOP best configs again, CONFIRM_ROUNDS times each; the
     measurements decide among them (TuneResult.confirmations, and the log, where
     R.rank_by_config ranks the leaders by the median of these)."""
@@ -389,9 +455,7 @@ def _confirm_leaders(runner, task, result: TuneResult, parallel: bool, log, vers
     for trial, r in zip(kept * CONFIRM_ROUNDS, rounds):
         again = Trial(trial.config, r)
         result.confirmations.append(again)
-        if log:
-            R.append_record(log, R.Record(task.key, result.target, version, again.config, r,
-                                          result.flops))
+        _save(result, again, version, is_trial=False)
 
 
 class _Fixed:

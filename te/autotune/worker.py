@@ -141,6 +141,9 @@ def _die_with_parent() -> None:
 
 def main() -> int:
     _die_with_parent()
+    # Ctrl-C in a terminal reaches the whole process group: the tuning process stops and
+    # kills its workers, and a worker dying of it first would be logged as a crash.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything else printed (Python or native) goes to the log, not the pipe
     sys.stdout = sys.stderr

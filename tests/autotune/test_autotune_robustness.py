@@ -234,3 +234,95 @@ def test_a_run_stopped_before_its_re_measurement_is_finished_by_a_resume(tmp_pat
     third = te.autotune(B, trials=4, tuner="grid", verbose=0, log=log, measure_option=opts)
     assert len(third.confirmations) == T.CONFIRM_TOP * T.CONFIRM_ROUNDS
     assert len(R.load_records(log)[0]) == 4 + T.CONFIRM_TOP * T.CONFIRM_ROUNDS
+
+
+def _batches_then(monkeypatch, n_ok: int, exc: BaseException):
+    """Measure n_ok batches, then raise `exc` where the next batch would be measured."""
+    from te.autotune import tune as T
+    real, calls = T._measure_batch, []
+
+    def measure(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > n_ok:
+            raise exc
+        return real(*args, **kwargs)
+    monkeypatch.setattr(T, "_measure_batch", measure)
+
+
+def test_ctrl_c_leaves_whole_records_and_says_how_to_resume(tmp_path, monkeypatch):
+    log = str(tmp_path / "log.jsonl")
+    B, _ = _double(64)
+    _batches_then(monkeypatch, 2, KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt) as info:
+        te.autotune(B, trials=8, batch_size=2, tuner="grid", verbose=0, log=log,
+                    measure_option=MeasureOptions(**FAST))
+    err = info.value
+    assert isinstance(err, te.autotune.TuningInterrupted)
+    assert str(err) == (f"te.autotune interrupted: 4 trials of B saved in '{log}'; run it "
+                        f"again with the same log to resume")
+    assert len(err.result.history) == 4 and err.result.saved == 4
+    records, skipped = R.load_records(log)
+    assert len(records) == 4 and skipped == 0
+    monkeypatch.undo()
+    again = te.autotune(B, trials=8, batch_size=2, tuner="grid", verbose=0, log=log,
+                        measure_option=MeasureOptions(**FAST))
+    assert len(again.history) == 8 and again.saved == 8
+
+
+def test_ctrl_c_without_a_log_says_nothing_was_saved(monkeypatch):
+    B, _ = _double(64)
+    _batches_then(monkeypatch, 1, KeyboardInterrupt())
+    with pytest.raises(te.autotune.TuningInterrupted, match=r"^te.autotune interrupted after "
+                                                            r"2 trials; none saved \(give log= "
+                                                            r"to be able to resume\)$"):
+        te.autotune(B, trials=8, batch_size=2, tuner="grid", verbose=0,
+                    measure_option=MeasureOptions(**FAST))
+
+
+def test_a_full_disk_stops_the_run_with_the_best_so_far_and_the_log_state(tmp_path,
+                                                                         monkeypatch):
+    import errno
+    log = str(tmp_path / "log.jsonl")
+    B, _ = _double(64)
+    real, calls = R.append_record, []
+
+    def append(path, record):
+        calls.append(1)
+        if len(calls) > 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(path, record)
+    monkeypatch.setattr(R, "append_record", append)
+    with pytest.raises(te.autotune.TuningLogError) as info:
+        te.autotune(B, trials=8, tuner="grid", verbose=0, log=log,
+                    measure_option=MeasureOptions(**FAST))
+    err = info.value
+    assert isinstance(err, te.TEError) and isinstance(err.__cause__, OSError)
+    assert str(err).startswith(f"te.autotune: cannot append to the log '{log}' (No space left "
+                               f"on device); it holds 3 whole trials of B, which a run with "
+                               f"the same log resumes from; best so far ")
+    best = err.result.best
+    assert best is not None and R.config_key(best.config) in str(err)
+    assert len(R.load_records(log)[0]) == 3
+
+
+def test_random_inputs_need_no_float64_temporaries():
+    import tracemalloc
+
+    import numpy as np
+    from te.autotune.tune import random_inputs
+    random_inputs([te.placeholder((2,), name="W")])   # numpy.random's first-use imports
+    for dtype in ("float32", "float64", "int8", "int32"):
+        A = te.placeholder((511, 389), name="A", dtype=dtype)
+        B = te.compute((511, 389), lambda i, j: A[i, j] + A[i, j], name="B")
+        tracemalloc.start()
+        x, = random_inputs([A, B], seed=3)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert x.dtype == np.dtype(dtype) and x.shape == (511, 389)
+        # the input and a one-byte mask at most (float64 temporaries made 5 times its size)
+        assert peak < 1.4 * x.nbytes, (dtype, peak / x.nbytes)
+        mag = np.abs(x.astype("float64"))
+        if x.dtype.kind == "f":
+            assert mag.min() >= 0.5 and mag.max() <= 1.5 and 0.4 < (x < 0).mean() < 0.6
+        else:
+            assert mag.min() >= 1 and mag.max() <= 9

@@ -2,8 +2,12 @@
 printed result, the log it leaves, and usage errors (exit code 2, no traceback)."""
 import json
 import os
+import re
+import resource
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,10 +18,12 @@ from te.autotune.tune import CONFIRM_ROUNDS, CONFIRM_TOP
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _te(*argv, cwd):
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), OMP_WAIT_POLICY="passive")
+ENV = dict(os.environ, PYTHONPATH=str(REPO_ROOT), OMP_WAIT_POLICY="passive")
+
+
+def _te(*argv, cwd, **kwargs):
     return subprocess.run([sys.executable, "-m", "te", *argv], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=300)
+                          env=ENV, cwd=cwd, timeout=300, **kwargs)
 
 
 def test_tune_prints_the_best_schedule_and_a_table_against_numpy(tmp_path):
@@ -47,6 +53,8 @@ def test_tune_prints_the_best_schedule_and_a_table_against_numpy(tmp_path):
     (("tune", "matmul", "--shape", "8", "8"), "te tune: matmul takes --shape M N K, got 2 "
                                               "numbers"),
     (("demo", "--size", "0"), "--size must be a positive integer, got 0"),
+    (("demo", "--size", "50000"), "te.build: argument 'A' has 2500000000 elements, beyond the "
+                                  "int32 index range"),
 ])
 def test_usage_errors_name_the_problem_without_a_traceback(tmp_path, argv, message):
     run = _te(*argv, cwd=tmp_path)
@@ -65,3 +73,88 @@ def test_numpy_blas_names_the_kernel_family():
 def test_ratio_text_keeps_a_slow_kernel_s_ratio_above_zero(ratio, text):
     # CI once printed "0.00x" for a tiny parallel kernel timed while a neighbour held a core
     assert ratio_text(ratio) == text
+
+
+def _address_space_3gib():
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+@pytest.mark.parametrize("argv, option", [
+    (("tune", "softmax", "--shape", "40000", "40000", "--trials", "1"), "--shape"),
+    (("demo", "--size", "40000", "--no-ir"), "--size"),
+])
+def test_running_out_of_memory_is_a_one_line_error(tmp_path, argv, option):
+    # a 40000^2 float32 input (6 GiB) in a process that may map 3 GiB
+    run = _te(*argv, cwd=tmp_path, preexec_fn=_address_space_3gib)
+    assert run.returncode == 1, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(rf"python -m te {argv[0]}: error: out of memory \(Unable to allocate "
+                        rf"5.96 GiB for an array with shape \(40000, 40000\) and data type "
+                        rf"float32\); try a smaller {option}", last), last
+    assert "Traceback" not in run.stderr
+
+
+def _children(pid: int) -> list:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True,
+                         text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_ctrl_c_says_how_many_trials_are_saved_and_how_to_resume(tmp_path):
+    log = tmp_path / "mm.jsonl"
+    # Ctrl-C in a terminal signals the whole process group: the workers get it too
+    proc = subprocess.Popen([sys.executable, "-m", "te", "tune", "matmul", "--shape", "24",
+                             "20", "16", "--trials", "2000", "--log", str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                            cwd=tmp_path, start_new_session=True)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and proc.poll() is None and \
+                (not log.exists() or len(log.read_text().splitlines()) < 3):
+            time.sleep(0.2)
+        workers = _children(proc.pid)
+        assert workers, "no measurement worker was running"
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # killed by SIGINT, as Python ends on Ctrl-C (a shell reports 130)
+    assert proc.returncode == -signal.SIGINT, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    m = re.fullmatch(r"python -m te tune: interrupted: (\d+) trials saved in '(.*)'; run the "
+                     r"same command to resume", last)
+    assert m and m.group(2) == str(log), last
+    lines = log.read_text().splitlines()
+    assert int(m.group(1)) == len(lines) >= 3
+    assert all(json.loads(line)["v"] == 1 for line in lines)
+    time.sleep(1)
+    assert not [p for p in workers if os.path.exists(f"/proc/{p}")], "workers outlived the run"
+
+
+def test_a_full_disk_ends_the_tune_command_with_a_one_line_error(tmp_path):
+    log = tmp_path / "mm.jsonl"
+    script = (
+        "import errno, os, sys\n"
+        "from te.autotune import records as R\n"
+        "real, calls = R.append_record, []\n"
+        "def append(path, record):\n"
+        "    calls.append(1)\n"
+        "    if len(calls) > 2:\n"
+        "        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))\n"
+        "    real(path, record)\n"
+        "R.append_record = append\n"
+        "from te.__main__ import main\n"
+        "sys.exit(main(sys.argv[1:]))\n")
+    run = subprocess.run([sys.executable, "-c", script, "tune", "matmul", "--shape", "24", "20",
+                          "16", "--trials", "6", "--log", str(log)], capture_output=True,
+                         text=True, env=ENV, cwd=tmp_path, timeout=300)
+    assert run.returncode == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(rf"python -m te tune: error: te.autotune: cannot append to the log "
+                        rf"'{re.escape(str(log))}' \(No space left on device\); it holds 2 whole "
+                        rf"trials of T_matmul, which a run with the same log resumes from; best "
+                        rf"so far [0-9.e+-]+ ms \([0-9.]+ GFLOP/s\), config {{.*}}", last), last
+    assert len(log.read_text().splitlines()) == 2

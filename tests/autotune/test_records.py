@@ -227,3 +227,26 @@ def test_apply_history_best_takes_a_fast_config_logged_after_the_re_measurement(
         R.append_record(log, R.Record(key, "llvm", ver, config, _result(ms), 1.0))
     s, _ = te.autotune.load_best(log, C)
     assert s.to_json() == auto_schedule(space.from_json_dict(fast), C)[0].to_json()
+
+
+def test_a_failed_append_leaves_the_log_as_it_was(tmp_path, monkeypatch):
+    import errno
+    log = str(tmp_path / "r.jsonl")
+    R.append_record(log, _rec(0))
+    before = open(log, "rb").read()
+    real_write = os.write
+
+    def full_disk(fd, data):     # the disk fills up half way through the line
+        if os.path.samestat(os.fstat(fd), os.stat(log)):
+            if len(data) > 8:
+                return real_write(fd, bytes(data[:len(data) // 2]))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+    monkeypatch.setattr(os, "write", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        R.append_record(log, _rec(1))
+    monkeypatch.undo()
+    assert open(log, "rb").read() == before
+    R.append_record(log, _rec(2))
+    recs, skipped = R.load_records(log)
+    assert [r.config["knobs"]["t"][1] for r in recs] == [0, 2] and skipped == 0
