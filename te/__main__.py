@@ -136,7 +136,7 @@ def main(argv=None) -> int:
         if args.command == "tune":
             return tune_cli.run(args)
         return demo(args.size, not args.no_ir)
-    except te.autotune.TuningLogError as err:
+    except (te.autotune.TuningLogError, tune_cli.NumpyMismatchError) as err:
         return _fail(f"{prog}: error: {err}", 1)
     except (te.TEError, te.ArgumentError) as err:
         parser.error(str(err))  # a usage error: the message and exit code 2, no traceback

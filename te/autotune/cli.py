@@ -2,18 +2,28 @@
 
 Takes the parsed command-line options; tunes with te.autotune (resuming from --log), prints
 the best config, its lowered loop IR, and time/GFLOP/s next to numpy (timed in this
-process, alternating with the tuned kernel). Imports te (the package API), workloads and
-numpy.
+process, alternating with the tuned kernel); a tuned kernel that does not match numpy ends
+the command with NumpyMismatchError. Imports te (the package API), te.errors, workloads,
+records, tune and numpy.
 """
 from __future__ import annotations
 
 import time
 
+from ..errors import TEError
+
+# The tuned kernel's check against numpy: |te - numpy| <= ATOL + RTOL * |numpy| (the
+# measurement workers' default tolerance, MeasureOptions.rtol/atol).
+RTOL = ATOL = 1e-3
 
 # OpenBLAS's threads spin for 50-150 ms after a call (its THREAD_TIMEOUT) before they
 # sleep; te's kernel timed in that window shares the cores with them: a 2-thread 1024^3
 # matmul ran at 220 GFLOP/s right after numpy and 440 after a 0.15 s pause (Zen 5).
 BLAS_SETTLE_S = 0.2
+
+
+class NumpyMismatchError(TEError):
+    """The tuned kernel, built in the command's process, does not match numpy."""
 
 
 def add_parser(sub) -> None:
@@ -87,6 +97,24 @@ def interrupted_text(args, result) -> str:
             f"to be able to resume)")
 
 
+def check_against_numpy(args, res, got, want) -> None:
+    """Raise NumpyMismatchError, naming the worst element, the tolerance and the config
+    (and the log it is the best of), unless `got` is within ATOL + RTOL * |want|."""
+    import numpy as np
+    from . import records as R
+    bad = ~np.isclose(got, want, rtol=RTOL, atol=ATOL)
+    if not bad.any():
+        return
+    err = np.abs(got.astype(np.float64) - np.asarray(want, np.float64))
+    worst = np.unravel_index(np.argmax(err), err.shape)     # argmax takes a NaN first
+    where = f"in the log '{args.log}'" if args.log else "of this run (no --log)"
+    raise NumpyMismatchError(
+        f"the tuned {args.op} kernel does not match numpy: max error {err[worst]:.3g} at "
+        f"{tuple(int(k) for k in worst)}, where the tolerance is {ATOL:g} + {RTOL:g} * "
+        f"|numpy| ({int(bad.sum())} of {bad.size} elements beyond it); the kernel is the best "
+        f"config {where}: {R.config_key(res.best.config)}")
+
+
 def _report(args, res, wall: float, flops: float, ref_fn) -> int:
     """Print the best config, its loop IR and its time next to numpy's."""
     import numpy as np
@@ -105,8 +133,7 @@ def _report(args, res, wall: float, flops: float, ref_fn) -> int:
     inputs = random_inputs(sargs, args.seed)
     outs = [np.zeros([int(d.value) for d in a.shape], a.dtype) for a in sargs[len(inputs):]]
     mod(*inputs, *outs)
-    want = ref_fn(*inputs)
-    np.testing.assert_allclose(outs[0], want, rtol=1e-3, atol=1e-3)
+    check_against_numpy(args, res, outs[0], ref_fn(*inputs))
     # Alternate the two sides (the machine is shared), each round at least 20 ms of calls.
     timer = mod.time_evaluator(number=3, repeat=1, min_repeat_ms=20)
     ours_t, ref_t = [], []

@@ -158,3 +158,47 @@ def test_a_full_disk_ends_the_tune_command_with_a_one_line_error(tmp_path):
                         rf"trials of T_matmul, which a run with the same log resumes from; best "
                         rf"so far [0-9.e+-]+ ms \([0-9.]+ GFLOP/s\), config {{.*}}", last), last
     assert len(log.read_text().splitlines()) == 2
+
+
+# The tuned kernel, built again in the command's process, made wrong after it runs: one
+# element of its output off by 0.5 (the workers, which do not run this script, measured the
+# right kernel), or every element NaN.
+_WRONG_KERNEL = (
+    "import sys\n"
+    "import te\n"
+    "real, mode = te.build, sys.argv.pop(1)\n"
+    "def build(*args, **kwargs):\n"
+    "    mod = real(*args, **kwargs)\n"
+    "    def call(*arrays):\n"
+    "        mod(*arrays)\n"
+    "        if mode == 'nan':\n"
+    "            arrays[-1][...] = float('nan')\n"
+    "        else:\n"
+    "            arrays[-1][5, 3] += 0.5\n"
+    "    call.time_evaluator = mod.time_evaluator\n"
+    "    return call\n"
+    "te.build = build\n"
+    "from te.__main__ import main\n"
+    "sys.exit(main(sys.argv[1:]))\n")
+
+
+@pytest.mark.parametrize("mode, error, count", [("off", r"0\.5 at \(5, 3\)", 1),
+                                                ("nan", r"nan at \(0, 0\)", 24 * 20)])
+@pytest.mark.parametrize("with_log", [True, False])
+def test_a_tuned_kernel_that_disagrees_with_numpy_is_a_one_line_error(tmp_path, mode, error,
+                                                                      count, with_log):
+    log = tmp_path / "mm.jsonl"
+    argv = ["tune", "matmul", "--shape", "24", "20", "16", "--trials", "2", "--no-ir"]
+    if with_log:
+        argv += ["--log", str(log)]
+    run = subprocess.run([sys.executable, "-c", _WRONG_KERNEL, mode, *argv],
+                         capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=300)
+    assert run.returncode == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    where = f"in the log '{re.escape(str(log))}'" if with_log else r"of this run \(no --log\)"
+    assert re.fullmatch(rf"python -m te tune: error: the tuned matmul kernel does not match "
+                        rf"numpy: max error {error}, where the tolerance is 0\.001 \+ 0\.001 \* "
+                        rf"\|numpy\| \({count} of 480 elements beyond it\); the kernel is the "
+                        rf"best config {where}: {{.*}}", last), last
+    assert "the tuned kernel matches numpy" not in run.stdout
