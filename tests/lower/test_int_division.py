@@ -138,3 +138,15 @@ def test_cuda_division_gives_numpy_answers(dtype):
     got = run_emulated(mod, [a, b], [(N,)] * len(OPS), [dtype] * len(OPS))
     for op, g in zip(OPS, got):
         np.testing.assert_array_equal(g, numpy_answer(op, a, b), err_msg=f"{op} {dtype}")
+
+
+def test_constant_folding_gives_the_generated_code_s_answers():
+    lo = te.const(-2**31, "int32")
+    assert te.floordiv(lo, -1).value == -2**31 and te.truncdiv(lo, -1).value == -2**31
+    assert te.floormod(lo, -1).value == 0 and te.truncmod(lo, -1).value == 0
+    A = te.placeholder((N,), "int32", name="A")
+    by_zero = te.compute((N,), lambda i: A[i] + te.floordiv(te.const(5), te.const(0))
+                         + te.floormod(te.const(-5), te.const(0)), name="C")
+    a, c = np.arange(N, dtype="int32"), np.zeros(N, "int32")
+    te.build(te.create_schedule(by_zero.op), [A, by_zero])(a, c)
+    np.testing.assert_array_equal(c, a)
