@@ -2,16 +2,17 @@
 
 Takes the bodies of the computed stages (in terms of their own axes, inlined producers
 substituted) and gives them with each tensor access's per-dimension index unchanged when
-no add, subtract or multiply in it can leave its dtype, else with that index's arithmetic
-in int64 (TVM's index narrowing in reverse). Where int64 could overflow too, it refuses
-with a LoweringError, unless the index reads tensors (int64 arithmetic on loaded values
-wraps, as numpy's). Bounds come from the axes' domains and the sizes, which the call-time
-checker holds below runtime.checker.INDEX_LIMIT (a loop or tensor dimension spans fewer
-elements than its tensor), and from the access being inside its tensor: the index itself
-is below its dimension, which caps what an add or multiply of non-negative terms inside
-it reaches. Anything else (a loaded value) is taken to span its dtype. Splitting and fusing
-loops later substitute expressions for the axes that take the same values. Imports
-runtime.checker, te.compute, te.dtype, te.errors, arith and printer.
+no int32 or int64 add, subtract or multiply in it can leave its dtype, else with that
+index's arithmetic in int64 (TVM's index narrowing in reverse). Where int64 could overflow
+too, it refuses with a LoweringError, unless the index reads tensors (int64 arithmetic on
+loaded values wraps, as numpy's). Narrower and unsigned arithmetic wraps as typed. Bounds
+come from the axes' domains and the sizes, which the call-time checker holds below
+runtime.checker.INDEX_LIMIT (a loop or tensor dimension spans fewer elements than its
+tensor), and from the access being inside its tensor: the index itself is below its
+dimension, which caps what an add or multiply of non-negative terms inside it reaches.
+Anything else (a loaded value) is taken to span its dtype. Splitting and fusing loops later
+substitute expressions for the axes that take the same values. Imports runtime.checker,
+te.compute, te.dtype, te.errors, arith and printer.
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from .arith import Analyzer, dtype_range
 from .printer import print_expr
 
 _WRAPPING_OPS = ("add", "sub", "mul")
+# Index arithmetic of these is exact; narrower and unsigned types wrap as the user asked.
+_EXACT_DTYPES = ("int32", "int64")
 
 
 def exact_indices(bodies: dict, arg_tensors: list) -> dict:
@@ -133,7 +136,7 @@ def _overflows(e: Expr, ana: Analyzer, cap: int | None, memo: dict) -> bool:
     if not _is_int_scalar(e):  # a float or bool part may still hold integer arithmetic
         return any(_overflows(k, ana, None, memo) for k in E.children(e))
     lo, hi = value_bound(e, ana, memo)
-    if isinstance(e, Binary) and e.op in _WRAPPING_OPS and _is_int_scalar(e):
+    if isinstance(e, Binary) and e.op in _WRAPPING_OPS and e.dtype in _EXACT_DTYPES:
         tlo, thi = dtype_range(e.dtype)
         if lo < tlo or (hi if cap is None else min(hi, cap)) > thi:
             return True

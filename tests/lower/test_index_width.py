@@ -136,3 +136,12 @@ def test_integer_arithmetic_inside_a_float_part_of_an_index_is_exact():
     i = np.arange(M, dtype=np.int64)
     np.testing.assert_array_equal(c, a[((i * 100003).astype("float64") * 0.001).astype("int32")
                                        % M])
+
+
+def test_unsigned_index_arithmetic_wraps_as_the_user_typed_it():
+    A = te.placeholder((M,), name="A")
+    C = te.compute((M,), lambda i: A[(i.astype("uint32") * 100003) % M], name="C")
+    a, c = RNG.random(M).astype("float32"), np.zeros(M, "float32")
+    te.build(te.create_schedule(C.op), [A, C])(a, c)
+    i = np.arange(M, dtype="uint32")
+    np.testing.assert_array_equal(c, a[(i * np.uint32(100003)) % np.uint32(M)])
