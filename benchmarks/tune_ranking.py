@@ -17,7 +17,7 @@ from te.autotune import features as F
 from te.autotune import records as R
 from te.autotune import workloads
 from te.autotune.cost_model import XGBCostModel
-from te.autotune.tune import AutoTask
+from te.autotune.task import AutoTask
 
 
 def accuracy(scores, costs, tie: float) -> float:

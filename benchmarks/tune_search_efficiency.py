@@ -28,7 +28,7 @@ import random
 import te
 from te.autotune import features as F
 from te.autotune.cost_model import XGBCostModel, pairwise_accuracy
-from te.autotune.tune import AutoTask
+from te.autotune.task import AutoTask
 from te.autotune import workloads
 
 WORKLOADS = {"matmul384": ("matmul", (384, 384, 384)),

@@ -2,6 +2,6 @@
 
 The public entry point is `te.autotune` (api.autotune, a callable with the template API
 attached). Submodules: space, auto_space, dispatch, workload, records, features,
-cost_model, search, measure, worker, tune, workloads. Imports te.compute, te.schedule,
-te.lower, te.build and runtime; nothing below it imports this package.
+cost_model, search, measure, worker, task, result, tune, workloads. Imports te.compute,
+te.schedule, te.lower, te.build and runtime; nothing below it imports this package.
 """

@@ -57,7 +57,8 @@ class _AutotuneAPI:
                  tuner: str = "xgb", timeout: float | None = None, seed: int | None = None,
                  early_stopping: int | None = None, verbose: int = 1, args=None,
                  measure_option=None, batch_size: int = 16):
-        from .tune import AutoTask, TemplateTask, tune
+        from .task import AutoTask, TemplateTask
+        from .tune import tune
         if not isinstance(target, str) or not target.strip() or target.split()[0] != "llvm" \
                 or len(target.split()) > 1:
             # Workers compile for this host; other CPUs (-mcpu/-mattr) cannot be measured here.

@@ -120,7 +120,7 @@ def _report(args, res, wall: float, flops: float, ref_fn) -> int:
     import numpy as np
 
     import te
-    from .tune import random_inputs
+    from .task import random_inputs
     if res.best is None:
         print(f"no config succeeded; errors: {res.errors}")
         return 1

@@ -214,7 +214,7 @@ def test_a_log_holding_one_cut_off_record_is_resumed_with_a_warning(tmp_path):
 
 def test_a_run_stopped_before_its_re_measurement_is_finished_by_a_resume(tmp_path,
                                                                         monkeypatch):
-    from te.autotune import tune as T
+    from te.autotune import result as H
     log = str(tmp_path / "log.jsonl")
     B, _ = _double(64)
     opts = MeasureOptions(**FAST)
@@ -222,18 +222,18 @@ def test_a_run_stopped_before_its_re_measurement_is_finished_by_a_resume(tmp_pat
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
     with monkeypatch.context() as m:
-        m.setattr(T, "_confirm_leaders", interrupted)
+        m.setattr(H, "confirm_leaders", interrupted)
         with pytest.raises(KeyboardInterrupt):
             te.autotune(B, trials=4, tuner="grid", verbose=0, log=log, measure_option=opts)
     assert len(R.load_records(log)[0]) == 4     # the trials, no re-measurement
     again = te.autotune(B, trials=4, tuner="grid", verbose=0, log=log, measure_option=opts)
     assert len(again.history) == 4
-    assert len(again.confirmations) == T.CONFIRM_TOP * T.CONFIRM_ROUNDS
-    assert len(R.load_records(log)[0]) == 4 + T.CONFIRM_TOP * T.CONFIRM_ROUNDS
+    assert len(again.confirmations) == H.CONFIRM_TOP * H.CONFIRM_ROUNDS
+    assert len(R.load_records(log)[0]) == 4 + H.CONFIRM_TOP * H.CONFIRM_ROUNDS
     # finished: a third run with the same trials has nothing left to do
     third = te.autotune(B, trials=4, tuner="grid", verbose=0, log=log, measure_option=opts)
-    assert len(third.confirmations) == T.CONFIRM_TOP * T.CONFIRM_ROUNDS
-    assert len(R.load_records(log)[0]) == 4 + T.CONFIRM_TOP * T.CONFIRM_ROUNDS
+    assert len(third.confirmations) == H.CONFIRM_TOP * H.CONFIRM_ROUNDS
+    assert len(R.load_records(log)[0]) == 4 + H.CONFIRM_TOP * H.CONFIRM_ROUNDS
 
 
 def _batches_then(monkeypatch, n_ok: int, exc: BaseException):
@@ -309,7 +309,7 @@ def test_random_inputs_need_no_float64_temporaries():
     import tracemalloc
 
     import numpy as np
-    from te.autotune.tune import random_inputs
+    from te.autotune.task import random_inputs
     random_inputs([te.placeholder((2,), name="W")])   # numpy.random's first-use imports
     for dtype in ("float32", "float64", "int8", "int32"):
         A = te.placeholder((511, 389), name="A", dtype=dtype)

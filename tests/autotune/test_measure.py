@@ -10,7 +10,7 @@ import numpy as np
 import te
 from te.autotune import records as R
 from te.autotune.measure import MeasureOptions
-from te.autotune.tune import CONFIRM_ROUNDS, CONFIRM_TOP
+from te.autotune.result import CONFIRM_ROUNDS, CONFIRM_TOP
 from te.compute import ops
 
 HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_hooks.py") + ":misbehave"

@@ -9,7 +9,8 @@ from te.autotune import records as R
 from te.autotune import search
 from te.autotune.cost_model import XGBCostModel, pairwise_accuracy
 from te.autotune.space import ConfigSpace
-from te.autotune.tune import AutoTask, featurizer
+from te.autotune.task import AutoTask
+from te.autotune.tune import featurizer
 from te.compute import ops
 
 

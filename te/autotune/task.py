@@ -1,0 +1,141 @@
+"""Tuning tasks: what te.autotune tunes, and one config of it turned into a measurement job.
+
+Gives AutoTask (the automatic space over a compute graph) and TemplateTask (a template with
+its arguments), each with a space, instantiate(cfg) -> (schedule, args) and a reference
+schedule; compile_job (a config lowered and compiled to LLVM IR here, for the workers),
+estimate_flops and random_inputs. Imports te.compute, te.schedule, te.lower, te.build,
+auto_space, measure, records and workload.
+"""
+from __future__ import annotations
+
+from ..build import signature_of, target_features
+from ..compute import expr as E
+from ..compute.tensor import ComputeOp, PlaceholderOp
+from ..errors import ArgumentError, ScheduleError
+from ..lower.codegen_llvm import codegen_llvm
+from ..lower.pipeline import lower
+from ..schedule.schedule import create_schedule, topo_order
+from . import records as R
+from .auto_space import auto_schedule, default_args
+from .measure import Job
+from .space import ConfigSpace
+from .workload import graph_key, output_ops
+
+
+def _check_outputs(outputs) -> None:
+    items = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    if not items:
+        raise ArgumentError("te.autotune: outputs must name at least one computed tensor, "
+                            "got an empty list")
+    for o in items:
+        op = getattr(o, "op", o)
+        if isinstance(op, PlaceholderOp):
+            raise ArgumentError(f"te.autotune: outputs must be computed tensors, got "
+                                f"placeholder '{op.name}' (an input)")
+        if not isinstance(op, ComputeOp):
+            raise ArgumentError(f"te.autotune: outputs must be tensors or operations of "
+                                f"te.compute, got {type(o).__name__}")
+
+
+class AutoTask:
+    """The automatic space over a compute graph."""
+
+    def __init__(self, outputs, args=None):
+        _check_outputs(outputs)
+        self.outputs = outputs
+        self.args = list(args) if args is not None else default_args(outputs)
+        self.key = graph_key(outputs)
+        self.space = ConfigSpace()
+        auto_schedule(self.space, outputs, self.args)
+        self.name = "+".join(op.name for op in output_ops(outputs))
+
+    def instantiate(self, cfg):
+        return auto_schedule(cfg, self.outputs, self.args)
+
+    def reference(self):
+        return create_schedule(output_ops(self.outputs)), self.args
+
+
+class TemplateTask:
+    """A @te.autotune.template with its (JSON-able) arguments."""
+
+    def __init__(self, template, args):
+        self.template, self.targs = template, tuple(args)
+        self.key = template.workload_key(self.targs)
+        self.space = template.space(*self.targs)
+        _, self.args = template.instantiate(self.space, *self.targs)
+        self.outputs = [a for a in self.args if not isinstance(a.op, PlaceholderOp)]
+        self.name = template.name
+
+    def instantiate(self, cfg):
+        return self.template.instantiate(cfg, *self.targs)
+
+    def reference(self):
+        return create_schedule(output_ops(self.outputs)), self.args
+
+
+def compile_job(task, cfg, parallel: bool):
+    """(Job, None) or (None, MeasureResult with the error) for one config."""
+    try:
+        s, args = task.instantiate(cfg)
+    except ScheduleError as err:
+        return None, R.MeasureResult(error=R.INSTANTIATION_ERROR, msg=str(err))
+    try:
+        func = lower(s, args, name="main")
+        # Workers compile for this host (api.py), with the host's features, as te.build does.
+        ll = codegen_llvm(func, parallel=parallel, features=target_features("llvm"))
+        sig = signature_of(func).to_json()
+    except Exception as err:  # noqa: BLE001 - a lowering bug fails one trial, not the run
+        return None, R.MeasureResult(error=R.LOWER_ERROR, msg=f"{type(err).__name__}: {err}")
+    return Job(ll, sig, cfg.to_json_dict() if cfg is not None else {}), None
+
+
+def estimate_flops(outputs) -> float:
+    """Arithmetic operations of the compute definition (a multiply-add counts 2)."""
+    total = 0.0
+    for op in topo_order(output_ops(outputs)):
+        if not isinstance(op, ComputeOp):
+            continue
+        points = 1.0
+        for iv in list(op.axis) + list(op.reduce_axis):
+            ext = iv.dom.extent
+            points *= float(ext.value) if isinstance(ext, E.Const) else 1.0
+        total += points * max(_value_ops(op.body[0]), 1)
+    return total
+
+
+def _value_ops(e) -> int:
+    """Arithmetic on values; index arithmetic inside tensor reads is addressing, not work."""
+    if isinstance(e, E.TensorLoad):
+        return 0
+    own = 1 if (isinstance(e, E.Binary) and e.op in E.ARITH_OPS) or \
+        (isinstance(e, E.Call) and not e.extern) or isinstance(e, E.Reduce) else 0
+    return own + sum(_value_ops(k) for k in E.children(e))
+
+
+def random_inputs(args: list, seed: int = 0) -> list:
+    """Non-zero random inputs for the placeholders among `args`: floats of magnitude 0.5 to
+    1.5 and either sign, integers 1 to 9. Made in place in the input's own dtype (float32
+    for float16), so an input near the memory limit needs no float64 temporaries."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    out = []
+    for a in args:
+        if not isinstance(a.op, PlaceholderOp):
+            continue
+        shape = tuple(int(d.value) for d in a.shape)
+        dtype = np.dtype(a.dtype)
+        if dtype.kind == "f":
+            x = rng.random(shape, dtype=np.float64 if dtype.itemsize > 4 else np.float32)
+            x *= 2.0
+            x -= 1.0                        # [-1, 1)
+            negative = x < 0
+            x += 0.5                        # [0, 1) -> [0.5, 1.5)
+            np.subtract(x, 1.0, out=x, where=negative)   # [-1, 0) -> [-1.5, -0.5)
+            out.append(x.astype(dtype, copy=False))
+        elif dtype.kind == "b":
+            out.append(np.ones(shape, dtype))
+        else:
+            out.append(rng.integers(1, 10, size=shape, dtype=dtype))
+    return out
+
