@@ -58,9 +58,11 @@ class Linear:
         Coefficients are taken modulo 2**bits (the generated code wraps), so the result is
         the same number as the expression this form came from, even where that wrapped."""
         d = self.dtype
+        # A signed type's lowest value stays an added term: its negation does not fit.
+        lowest = -(1 << (dt.bits(d) - 1)) if dt.is_int(d) else None
         terms = [(a, _wrap_coeff(c, d)) for a, c in self.terms.values()]
-        pos = [(a, c) for a, c in terms if c > 0]
-        neg = [(a, -c) for a, c in terms if c < 0]
+        pos = [(a, c) for a, c in terms if c > 0 or c == lowest]
+        neg = [(a, -c) for a, c in terms if c < 0 and c != lowest]
         const = _wrap_coeff(self.const, d)
 
         def term(atom, c):
@@ -69,8 +71,8 @@ class Linear:
         for atom, c in pos:
             out = term(atom, c) if out is None else Binary(d, "add", out, term(atom, c))
         if out is None:
-            out = Const(d, const) if (const != 0 or not neg) else None
-        elif const > 0:
+            out = Const(d, E._wrap(const, d)) if (const != 0 or not neg) else None
+        elif const > 0 or const == lowest:
             out = Binary(d, "add", out, Const(d, const))
         elif const < 0:
             neg.append((Const(d, -const), 1))
@@ -84,9 +86,10 @@ def _is_int_scalar(e: Expr) -> bool:
 
 
 def _wrap_coeff(c: int, dtype: str) -> int:
-    """`c` as the generated code holds it: an integer of `dtype` (negated MIN stays MIN,
-    which only a wrapping form can ask for). Other dtypes (floats never get here) as is."""
-    return E._wrap(c, dtype) if dt.is_integral(dtype) else c
+    """Coefficient `c` modulo 2**bits of integer `dtype`, in [-2**(bits-1), 2**(bits-1)):
+    the same product in the generated code's wrapping arithmetic, negative where a
+    subtraction reads better (unsigned 0 - x stays that)."""
+    return E._wrap(c, f"int{dt.bits(dtype)}") if dt.is_integral(dtype) else c
 
 
 class Analyzer:

@@ -96,3 +96,36 @@ def _bound(ranges: dict) -> Analyzer:
 ])
 def test_rules_fire_only_where_no_wrap_is_proven(build, ranges, expected):
     assert show(_bound(ranges).simplify(build())) == expected
+
+
+def _wrap_to(value: int, dtype: str) -> int:
+    bits, signed = int(dtype.lstrip("uint")), dtype.startswith("int")
+    value %= 2**bits
+    return value - 2**bits if signed and value >= 2**(bits - 1) else value
+
+
+def _evaluate_in(e, env: dict, dtype: str) -> int:
+    if isinstance(e, Const):
+        assert _wrap_to(int(e.value), dtype) == int(e.value), f"{e.value} is no {dtype}"
+        return int(e.value)
+    if isinstance(e, Var):
+        return env[e]
+    return _wrap_to(_OPS[e.op](_evaluate_in(e.a, env, dtype), _evaluate_in(e.b, env, dtype)),
+                    dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "uint32", "int64"])
+def test_wrapped_coefficients_are_constants_of_the_dtype(dtype):
+    x, y = Var("x", dtype), Var("y", dtype)
+    bits = int(dtype.lstrip("uint"))
+    lowest = -2**(bits - 1) if dtype.startswith("int") else 2**(bits - 1)
+
+    def c(value: int):
+        return E.const(_wrap_to(value, dtype), dtype)
+    cases = [c(0) - x, x * c(lowest), c(0) - x - c(1), x * c(3) + x * c(2**bits - 3) + y,
+             y + c(lowest) - x * c(2)]
+    for e in cases:
+        simple = Analyzer(wraps=True).simplify(e)
+        for xv, yv in [(0, 1), (1, -1), (lowest, 3), (-5, lowest), (7, 2**bits - 1)]:
+            env = {x: _wrap_to(xv, dtype), y: _wrap_to(yv, dtype)}
+            assert _evaluate_in(simple, env, dtype) == _evaluate_in(e, env, dtype), show(e)
