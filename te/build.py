@@ -23,7 +23,7 @@ from .lower import ir
 from .lower.codegen_llvm import ModuleGen
 from .lower.device_sync import stored_buffers
 from .lower.pipeline import lower
-from .lower.visitor import stmt_children
+from .lower.visitor import walk_stmts
 from .schedule.schedule import Schedule
 
 _LIBM_BASES = (
@@ -205,12 +205,11 @@ def _check_index_range(name: str, shape: list) -> None:
 
 def _check_no_thread_binding(stmt: ir.Stmt) -> None:
     """Thread-bound loops only make sense on a GPU target: say so before code generation."""
-    if isinstance(stmt, ir.For) and stmt.kind == ir.THREAD_BINDING:
-        raise BuildError(f"te.build: loop '{stmt.loop_var.name}' is bound to thread axis "
-                         f"'{stmt.thread_tag}'; thread-bound loops need target 'cuda' (remove "
-                         f"the bind for target 'llvm')")
-    for child in stmt_children(stmt)[1]:
-        _check_no_thread_binding(child)
+    for s in walk_stmts(stmt):
+        if isinstance(s, ir.For) and s.kind == ir.THREAD_BINDING:
+            raise BuildError(f"te.build: loop '{s.loop_var.name}' is bound to thread axis "
+                             f"'{s.thread_tag}'; thread-bound loops need target 'cuda' "
+                             f"(remove the bind for target 'llvm')")
 
 
 def _check_bound_checkers(on, sch, kind: str) -> None:

@@ -21,9 +21,9 @@ from ..errors import BuildError
 from . import ir
 from .device_sync import (BLOCK_TAGS, allocated_buffers, check_barriers, check_in_place_updates,
                           check_memory_limits, filled_name, fills_shared_only, loaded_buffers,
-                          stage_name, stored_buffers, updated_buffers, walk)
+                          stage_name, stored_buffers, updated_buffers)
 from .printer import print_expr
-from .visitor import stmt_children
+from .visitor import stmt_children, walk_stmts
 
 GRID_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
@@ -246,14 +246,8 @@ class _KernelChecker:
 
     def _private_thread_loop(self, s: ir.Stmt):
         """The first loop in `s` bound to threads that is not a shared-memory fill, or None."""
-        if isinstance(s, ir.For) and s.kind == ir.THREAD_BINDING and \
-                not self._cooperative(s):
-            return s
-        for x in stmt_children(s)[1]:
-            found = self._private_thread_loop(x)
-            if found is not None:
-                return found
-        return None
+        return next((x for x in walk_stmts(s) if isinstance(x, ir.For)
+                     and x.kind == ir.THREAD_BINDING and not self._cooperative(x)), None)
 
     def _visit_expr(self, e) -> None:
         if isinstance(e, ir.Load):
@@ -271,8 +265,9 @@ def _refuse_reused_axis(loop: ir.For, bound: tuple) -> None:
 
 
 def _loops(s: ir.Stmt):
-    """Every For statement inside `s` (and `s` itself)."""
-    return (node for node in walk(s) if isinstance(node, ir.For))
+    """Every For statement inside `s` (and `s` itself), later statements first: errors name
+    the consumer's loop before those of the stages computed inside it."""
+    return (node for node in walk_stmts(s, reverse=True) if isinstance(node, ir.For))
 
 
 def _refuse_fills_reading_each_other(fill: ir.Stmt) -> None:
@@ -292,7 +287,7 @@ def _refuse_fills_reading_each_other(fill: ir.Stmt) -> None:
 
 
 def _stores(s: ir.Stmt):
-    return (node for node in walk(s) if isinstance(node, ir.Store))
+    return (node for node in walk_stmts(s, reverse=True) if isinstance(node, ir.Store))
 
 
 def _loaded_by_stores_to(s: ir.Stmt, data) -> set:

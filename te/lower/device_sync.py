@@ -14,30 +14,21 @@ from ..compute import expr as E
 from ..errors import BuildError
 from . import ir
 from .printer import print_expr
-from .visitor import stmt_children
+from .visitor import pre_order_exprs, stmt_children, walk_stmts
 
 BLOCK_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 MAX_SHARED_BYTES = 48 * 1024         # static __shared__ per block
 MAX_LOCAL_BYTES = 512 * 1024         # per-thread arrays (CUDA's local memory per thread)
 
 
-def walk(s: ir.Stmt):
-    """`s` and every statement inside it."""
-    stack = [s]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(stmt_children(node)[1])
-
-
 def stored_buffers(s: ir.Stmt) -> set:
     """The data Vars of every buffer that `s` stores to."""
-    return {n.buffer.data for n in walk(s) if isinstance(n, ir.Store)}
+    return {n.buffer.data for n in walk_stmts(s) if isinstance(n, ir.Store)}
 
 
 def allocated_buffers(s: ir.Stmt, scope: str | None = None) -> set:
     """The data Vars of the buffers allocated inside `s` (of `scope`, if given)."""
-    return {n.buffer.data for n in walk(s) if isinstance(n, ir.Allocate)
+    return {n.buffer.data for n in walk_stmts(s) if isinstance(n, ir.Allocate)
             and (scope is None or n.buffer.scope == scope)}
 
 
@@ -48,9 +39,7 @@ def loaded_buffers(s: ir.Stmt) -> set:
     def visit(e):
         if isinstance(e, ir.Load):
             found.add(e.buffer.data)
-    for node in walk(s):
-        for x in stmt_children(node)[0]:
-            E.pre_order(x, visit)
+    pre_order_exprs(s, visit)
     return found
 
 
@@ -58,7 +47,7 @@ def shared_arrays(s: ir.Stmt) -> dict:
     """data Var -> (Buffer, elements) of each shared buffer allocated in `s`: the largest of
     its allocations (passes may copy one)."""
     out: dict = {}
-    for node in walk(s):
+    for node in walk_stmts(s, reverse=True):
         if isinstance(node, ir.Allocate) and node.buffer.scope == "shared":
             size = int(node.extent.value)
             if node.buffer.data not in out or out[node.buffer.data][1] < size:
@@ -69,7 +58,7 @@ def shared_arrays(s: ir.Stmt) -> dict:
 def updated_buffers(s: ir.Stmt) -> set:
     """The data Vars of buffers updated in place: stored with a value that reads them."""
     found: set = set()
-    for node in walk(s):
+    for node in walk_stmts(s):
         if isinstance(node, ir.Store):
             def visit(e, data=node.buffer.data):
                 if isinstance(e, ir.Load) and e.buffer.data is data:
@@ -88,15 +77,16 @@ def fills_shared_only(s: ir.Stmt, shared: set) -> bool:
 def filled_name(s: ir.Stmt) -> str:
     """The name of a buffer `s` leaves behind (for a fill: the shared stage it fills)."""
     left = stored_buffers(s) - allocated_buffers(s)
-    for node in walk(s):
+    for node in walk_stmts(s, reverse=True):
         if isinstance(node, ir.Store) and node.buffer.data in left:
             return node.buffer.name
     return "?"
 
 
 def stage_name(s: ir.Stmt) -> str:
-    """The name of the first buffer `s` stores to (the stage it computes)."""
-    for node in walk(s):
+    """The name of the last buffer `s` stores to (the stage it computes: the producers
+    computed inside its nest store first)."""
+    for node in walk_stmts(s, reverse=True):
         if isinstance(node, ir.Store):
             return node.buffer.name
     return "?"

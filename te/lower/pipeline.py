@@ -24,6 +24,7 @@ from .passes.storage_flatten import storage_flatten
 from .passes.unroll import unroll_loops
 from .passes.vectorize import vectorize_loops
 from .verify import verify_func
+from .visitor import stmt_children, walk_stmts
 
 
 def _sizes(func: ir.PrimFunc) -> dict:
@@ -181,17 +182,12 @@ def _check_free_vars(func: ir.PrimFunc) -> None:
         if isinstance(e, Var) and e not in bound and e.dtype != "handle":
             missing.setdefault(e.name, None)
 
-    def walk(s):
-        from .visitor import stmt_children
+    for s in walk_stmts(func.body):
         if isinstance(s, (ir.For, ir.LetStmt)):
             v = s.loop_var if isinstance(s, ir.For) else s.var
             bound.add(v)
-        exprs, stmts = stmt_children(s)
-        for x in exprs:
+        for x in stmt_children(s)[0]:
             E.pre_order(x, visit_expr)
-        for x in stmts:
-            walk(x)
-    walk(func.body)
     if missing:
         names = ", ".join(missing)
         raise LoweringError(f"te.lower: size variable(s) {names} are used but are not a "

@@ -35,6 +35,27 @@ def stmt_children(s: ir.Stmt) -> tuple:
     raise TypeError(f"unknown statement {type(s).__name__}")
 
 
+def walk_stmts(s: ir.Stmt, reverse: bool = False):
+    """Every statement under s, s first, parents before children (pre-order), from an
+    explicit stack: statements nest as deep as a schedule's stages. reverse=True takes
+    children last to first, so what runs last comes first (a nest's own stage before the
+    producers computed inside it)."""
+    todo = [s]
+    while todo:
+        node = todo.pop()
+        yield node
+        kids = stmt_children(node)[1]
+        todo.extend(kids if reverse else reversed(kids))
+
+
+def pre_order_exprs(s: ir.Stmt, fn) -> None:
+    """fn(e) on every expression node under statement s, in program order: a statement's
+    own expressions before those of the statements inside it."""
+    for node in walk_stmts(s):
+        for x in stmt_children(node)[0]:
+            E.pre_order(x, fn)
+
+
 class Mutator:
     """Rebuilds IR bottom-up; override visit_X(node) for node class X to rewrite it."""
 

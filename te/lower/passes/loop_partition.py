@@ -17,7 +17,7 @@ from ...compute import expr as E
 from ...compute.expr import Binary, Var
 from .. import ir
 from ..arith import Analyzer, interval, key
-from ..visitor import Mutator, stmt_children
+from ..visitor import Mutator, walk_stmts
 
 _PARTITIONABLE = (ir.SERIAL, ir.PARALLEL)
 
@@ -41,19 +41,18 @@ def guarded(conds: list, then_case: ir.Stmt, else_case=None) -> ir.Stmt:
 
 def _guards_and_ranges(s: ir.Stmt, guards: list, ranges: dict, unsafe: set) -> None:
     """Collect If conjuncts and the ranges of loop vars below s (let vars are unsafe)."""
-    if isinstance(s, ir.IfThenElse):
-        guards.extend(conjuncts(s.cond))
-    if isinstance(s, ir.For):
-        hi = s.min + s.extent - 1
-        old = ranges.get(s.loop_var)
-        if old is not None and not (E.structural_equal(old[0], s.min)
-                                    and E.structural_equal(old[1], hi)):
-            unsafe.add(s.loop_var)  # one var reused by loops of different bounds
-        ranges[s.loop_var] = (s.min, hi)
-    if isinstance(s, ir.LetStmt):
-        unsafe.add(s.var)
-    for child in stmt_children(s)[1]:
-        _guards_and_ranges(child, guards, ranges, unsafe)
+    for s in walk_stmts(s):
+        if isinstance(s, ir.IfThenElse):
+            guards.extend(conjuncts(s.cond))
+        if isinstance(s, ir.For):
+            hi = s.min + s.extent - 1
+            old = ranges.get(s.loop_var)
+            if old is not None and not (E.structural_equal(old[0], s.min)
+                                        and E.structural_equal(old[1], hi)):
+                unsafe.add(s.loop_var)  # one var reused by loops of different bounds
+            ranges[s.loop_var] = (s.min, hi)
+        if isinstance(s, ir.LetStmt):
+            unsafe.add(s.var)
 
 
 def _upper_limit(cond: E.Expr, var: Var, ranges: dict, unsafe: set, ana: Analyzer):
