@@ -473,23 +473,20 @@ class Schedule:
 
     def consumes(self, reader: Stage, producer: Stage) -> bool:
         """Does `reader` read `producer`'s output, directly or through inlined stages?"""
-        todo = [t.op for t in reader.op.input_tensors]
-        seen = set()
-        while todo:
-            op = todo.pop()
-            if op is producer.op:
-                return True
-            if id(op) in seen:
-                continue
-            seen.add(id(op))
+        def inlined(op) -> bool:
             st = self.stage_map.get(op)
-            if st is not None and st.attach_type == INLINE:
-                todo.extend(t.op for t in op.input_tensors)
-        return False
+            return st is not None and st.attach_type == INLINE
+        return self._reaches(reader, producer, inlined)
 
     def depends_on(self, reader: Stage, producer: Stage) -> bool:
         """Does `reader` use `producer`'s output through any chain of stages? (Bound
         inference later checks that every stage in between runs inside the attach loop.)"""
+        return self._reaches(reader, producer, lambda op: True)
+
+    @staticmethod
+    def _reaches(reader: Stage, producer: Stage, through) -> bool:
+        """Is `producer`'s op among `reader`'s inputs, or those of the ops in between for
+        which through(op) holds?"""
         todo = [t.op for t in reader.op.input_tensors]
         seen = set()
         while todo:
@@ -498,7 +495,8 @@ class Schedule:
                 return True
             if id(op) not in seen:
                 seen.add(id(op))
-                todo.extend(t.op for t in op.input_tensors)
+                if through(op):
+                    todo.extend(t.op for t in op.input_tensors)
         return False
 
     def cache_read(self, tensor: Tensor, scope: str, readers) -> Tensor:
