@@ -83,6 +83,22 @@ def bits(dtype: str) -> int:
     return int(b.lstrip("uintfloa"))
 
 
+def int_range(dtype: str) -> tuple[int, int]:
+    """(min, max) of an integer dtype."""
+    n = bits(dtype)
+    return (0, 2 ** n - 1) if is_uint(dtype) else (-(2 ** (n - 1)), 2 ** (n - 1) - 1)
+
+
+def wrap(value: int, dtype: str) -> int:
+    """An integer reduced to the width of integer or bool `dtype`, as the generated code
+    computes it (two's complement for signed types)."""
+    n = bits(dtype)
+    value &= (1 << n) - 1
+    if is_int(dtype) and value >= 1 << (n - 1):
+        value -= 1 << n
+    return value
+
+
 def _kind_rank(dtype: str) -> int:
     return 0 if is_bool(dtype) else (2 if is_float(dtype) else 1)
 

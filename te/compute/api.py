@@ -252,8 +252,7 @@ def min_value(dtype: str) -> Const:
         return E.const(float("-inf"), dtype)
     if dt.is_bool(dtype):
         return E.const(False)
-    n = dt.bits(dtype)
-    return E.const(0 if dt.is_uint(dtype) else -(2 ** (n - 1)), dtype)
+    return E.const(dt.int_range(dtype)[0], dtype)
 
 
 def max_value(dtype: str) -> Const:
@@ -262,8 +261,7 @@ def max_value(dtype: str) -> Const:
         return E.const(float("inf"), dtype)
     if dt.is_bool(dtype):
         return E.const(True)
-    n = dt.bits(dtype)
-    return E.const(2 ** n - 1 if dt.is_uint(dtype) else 2 ** (n - 1) - 1, dtype)
+    return E.const(dt.int_range(dtype)[1], dtype)
 
 
 def _min2(a, b): return E.binary("min", a, b)

@@ -201,23 +201,9 @@ def _convert_value(value, dtype: str):
     if isinstance(value, float) and not value.is_integer():
         raise DTypeError(f"te.const: {value!r} is not an integer but the dtype is {dtype}")
     value = int(value)
-    lo, hi = _int_range(dtype)
+    lo, hi = dt.int_range(dtype)
     if not lo <= value <= hi:
         raise DTypeError(f"te.const: {value} does not fit {dt.base(dtype)} ({lo}..{hi})")
-    return value
-
-
-def _int_range(dtype: str) -> tuple:
-    n = dt.bits(dtype)
-    return (0, 2 ** n - 1) if dt.is_uint(dtype) else (-(2 ** (n - 1)), 2 ** (n - 1) - 1)
-
-
-def _wrap(value: int, dtype: str) -> int:
-    """An integer result reduced to the dtype's width, as the generated code computes it."""
-    n = dt.bits(dtype)
-    value &= (1 << n) - 1
-    if dt.is_int(dtype) and value >= 1 << (n - 1):
-        value -= 1 << n
     return value
 
 
@@ -266,7 +252,7 @@ def cast(value, dtype: str) -> Expr:
         elif dt.is_float(dtype):
             v = float(v)
         else:
-            v = _wrap(int(math.trunc(v)) if isinstance(v, float) else int(v), dtype)
+            v = dt.wrap(int(math.trunc(v)) if isinstance(v, float) else int(v), dtype)
         return Const(dtype, v)
     return Cast(dtype, e)
 
@@ -341,7 +327,7 @@ def binary(op: str, a, b) -> Expr:
         folded = _fold(op, ea.value, eb.value, ea.dtype)
         if folded is not None:
             if dt.is_integral(rtype):
-                folded = _wrap(int(folded), rtype)
+                folded = dt.wrap(int(folded), rtype)
             return Const(rtype, _convert_value(folded, rtype))
     return Binary(rtype, op, ea, eb)
 

@@ -71,7 +71,7 @@ class Linear:
         for atom, c in pos:
             out = term(atom, c) if out is None else Binary(d, "add", out, term(atom, c))
         if out is None:
-            out = Const(d, E._wrap(const, d)) if (const != 0 or not neg) else None
+            out = Const(d, dt.wrap(const, d)) if (const != 0 or not neg) else None
         elif const > 0 or const == lowest:
             out = Binary(d, "add", out, Const(d, const))
         elif const < 0:
@@ -89,7 +89,7 @@ def _wrap_coeff(c: int, dtype: str) -> int:
     """Coefficient `c` modulo 2**bits of integer `dtype`, in [-2**(bits-1), 2**(bits-1)):
     the same product in the generated code's wrapping arithmetic, negative where a
     subtraction reads better (unsigned 0 - x stays that)."""
-    return E._wrap(c, f"int{dt.bits(dtype)}") if dt.is_integral(dtype) else c
+    return dt.wrap(c, f"int{dt.bits(dtype)}") if dt.is_integral(dtype) else c
 
 
 class Analyzer:
@@ -176,7 +176,7 @@ class Analyzer:
         """(lo, hi) ints bounding integer expression e, with None for an unknown end."""
         lo, hi = self._const_bound(e)
         if isinstance(e, Binary) and _is_int_scalar(e):
-            tlo, thi = dtype_range(e.dtype)
+            tlo, thi = dt.int_range(e.dtype)
             if _no_wrap(e.dtype):
                 if self.wraps and ((lo is not None and lo < tlo)
                                    or (hi is not None and hi > thi)):
@@ -192,7 +192,7 @@ class Analyzer:
         return self._fits_exactly(self.linear(e), e.dtype)
 
     def _fits_exactly(self, lin: Linear, dtype: str) -> bool:
-        tlo, thi = dtype_range(dtype)
+        tlo, thi = dt.int_range(dtype)
         lo = hi = lin.const
         for atom, c in lin.terms.values():
             alo, ahi = self.const_bound(atom)
@@ -211,7 +211,7 @@ class Analyzer:
                 return _min(a[0], b[0]), _max(a[1], b[1])
             if isinstance(e, E.Cast) and _is_int_scalar(e.value) and _is_int_scalar(e):
                 lo, hi = self.const_bound(e.value)
-                tlo, thi = dtype_range(e.dtype)
+                tlo, thi = dt.int_range(e.dtype)
                 if lo is not None and hi is not None and tlo <= lo and hi <= thi:
                     return lo, hi
                 return tlo, thi  # a narrowing cast wraps: only the target range is certain
@@ -335,14 +335,6 @@ class Analyzer:
         return Binary(dtype, "floormod", rest.to_expr(), cc)
 
 
-def dtype_range(dtype: str) -> tuple:
-    """(min, max) of an integer dtype."""
-    n = dt.bits(dtype)
-    if dt.is_uint(dtype):
-        return 0, 2 ** n - 1
-    return -(2 ** (n - 1)), 2 ** (n - 1) - 1
-
-
 def _no_wrap(dtype: str) -> bool:
     """Signed 32/64-bit integers, exact as index arithmetic (see Analyzer's `wraps`)."""
     return dt.is_int(dtype) and dt.bits(dtype) >= 32
@@ -350,7 +342,7 @@ def _no_wrap(dtype: str) -> bool:
 
 def _fits(itv: tuple, dtype: str, ana: "Analyzer") -> bool:
     lo, hi = ana.const_bound(itv[0])[0], ana.const_bound(itv[1])[1]
-    tlo, thi = dtype_range(dtype)
+    tlo, thi = dt.int_range(dtype)
     return lo is not None and hi is not None and tlo <= lo and hi <= thi
 
 

@@ -22,7 +22,7 @@ from .. import dtype as dt
 from ..compute import expr as E
 from ..compute.expr import Binary, Const, Expr, TensorLoad, Var
 from ..errors import LoweringError
-from .arith import Analyzer, dtype_range
+from .arith import Analyzer
 from .printer import print_expr
 
 _WRAPPING_OPS = ("add", "sub", "mul")
@@ -90,7 +90,7 @@ def value_bound(e: Expr, ana: Analyzer, memo: dict | None = None) -> tuple:
 
 
 def _bound(e: Expr, ana: Analyzer, memo: dict) -> tuple:
-    tlo, thi = dtype_range(e.dtype) if _is_int_scalar(e) else (None, None)
+    tlo, thi = dt.int_range(e.dtype) if _is_int_scalar(e) else (None, None)
     if isinstance(e, Const):
         return int(e.value), int(e.value)
     if isinstance(e, Var):
@@ -137,7 +137,7 @@ def _overflows(e: Expr, ana: Analyzer, cap: int | None, memo: dict) -> bool:
         return any(_overflows(k, ana, None, memo) for k in E.children(e))
     lo, hi = value_bound(e, ana, memo)
     if isinstance(e, Binary) and e.op in _WRAPPING_OPS and e.dtype in _EXACT_DTYPES:
-        tlo, thi = dtype_range(e.dtype)
+        tlo, thi = dt.int_range(e.dtype)
         if lo < tlo or (hi if cap is None else min(hi, cap)) > thi:
             return True
     caps = _child_caps(e, ana, min(hi, cap) if cap is not None else None, memo)
