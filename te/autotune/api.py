@@ -1,14 +1,17 @@
 """te.autotune: the public entry point, a callable that also carries the template API.
 
 Gives `autotune(outputs, trials=500, ...)` plus `autotune.template`, `.get_config`,
-`.apply_history_best`, `.auto_schedule` and `.load_best`. Stays light at import time (no
-numpy-heavy, optuna or xgboost imports): `import te` must stay fast; the tuning loop is
-imported when a tuning run starts. Imports dispatch, space, workload.
+`.apply_history_best`, `.auto_schedule`, `.load_best` and the option classes TuneOptions
+and MeasureOptions. Stays light at import time (no numpy-heavy, optuna or xgboost imports):
+`import te` must stay fast; the tuning loop is imported when a tuning run starts. Imports
+dispatch, measure, options, space, workload.
 """
 from __future__ import annotations
 
 from ..errors import ArgumentError, TuningInterrupted, TuningLogError
 from . import dispatch
+from .measure import MeasureOptions
+from .options import TuneOptions, options_from_keywords
 from .space import ConfigEntity, ConfigSpace
 from .workload import graph_key
 
@@ -33,14 +36,17 @@ def load_best(log: str, outputs, args=None, target: str = "llvm"):
 
 
 class _AutotuneAPI:
-    """te.autotune(outputs, trials=500, target="llvm", log=None, tuner="xgb", timeout=None,
-    seed=None, early_stopping=None, verbose=1, args=None, measure_option=None)
+    """te.autotune(outputs, options=None, *, args=None, trials=500, target="llvm", log=None,
+    tuner="xgb", timeout=None, seed=None, early_stopping=None, verbose=1,
+    measure_option=None, batch_size=16)
 
     Tune `outputs` (a tensor, an op or a list; or a @te.autotune.template with args=) and
-    return a TuneResult (best config, time, GFLOP/s, history, .schedule(), .build()).
-    Ctrl-C raises te.autotune.TuningInterrupted (a KeyboardInterrupt) and a failed append
-    to `log` (a full disk) te.autotune.TuningLogError, each once the log holds whole
-    records only, with the TuneResult so far as `.result`; the same call resumes.
+    return a TuneResult (best config, time, GFLOP/s, history, .schedule(), .build()). The
+    options are te.autotune.TuneOptions' fields, given as keywords, or as `options` (a
+    TuneOptions) that keywords override. Ctrl-C raises te.autotune.TuningInterrupted (a
+    KeyboardInterrupt) and a failed append to `log` (a full disk) te.autotune.TuningLogError,
+    each once the log holds whole records only, with the TuneResult so far as `.result`;
+    the same call resumes.
     """
 
     template = staticmethod(dispatch.template)
@@ -50,19 +56,15 @@ class _AutotuneAPI:
     load_best = staticmethod(load_best)
     ConfigSpace = ConfigSpace
     ConfigEntity = ConfigEntity
+    TuneOptions = TuneOptions
+    MeasureOptions = MeasureOptions
     TuningInterrupted = TuningInterrupted
     TuningLogError = TuningLogError
 
-    def __call__(self, outputs, trials: int = 500, target: str = "llvm", log: str | None = None,
-                 tuner: str = "xgb", timeout: float | None = None, seed: int | None = None,
-                 early_stopping: int | None = None, verbose: int = 1, args=None,
-                 measure_option=None, batch_size: int = 16):
+    def __call__(self, outputs, options: TuneOptions | None = None, *, args=None, **keywords):
         from .task import AutoTask, TemplateTask
         from .tune import tune
-        if not isinstance(target, str) or not target.strip() or target.split()[0] != "llvm" \
-                or len(target.split()) > 1:
-            # Workers compile for this host; other CPUs (-mcpu/-mattr) cannot be measured here.
-            raise ArgumentError(f"te.autotune: target must be 'llvm' (this CPU), got {target!r}")
+        options = options_from_keywords(options, keywords)
         if isinstance(outputs, dispatch.Template):
             if args is None:
                 raise ArgumentError(f"te.autotune: template '{outputs.name}' needs args=(...) "
@@ -70,9 +72,7 @@ class _AutotuneAPI:
             task = TemplateTask(outputs, args)
         else:
             task = AutoTask(outputs, args)
-        return tune(task, trials=trials, target=target, log=log, tuner=tuner, timeout=timeout,
-                    seed=seed, early_stopping=early_stopping, verbose=verbose,
-                    measure_option=measure_option, batch_size=batch_size)
+        return tune(task, options)
 
     def __repr__(self):
         return "te.autotune"

@@ -1,16 +1,17 @@
 """`python -m te tune <op>`: tune a built-in operator, print the best schedule and a table.
 
-Takes the parsed command-line options; tunes with te.autotune (resuming from --log), prints
-the best config, its lowered loop IR, and time/GFLOP/s next to numpy (timed in this
-process, alternating with the tuned kernel); a tuned kernel that does not match numpy ends
-the command with NumpyMismatchError. Imports te (the package API), te.errors, workloads,
-records, tune and numpy.
+Takes the parsed command-line options, as te.autotune.TuneOptions; tunes with te.autotune
+(resuming from --log), prints the best config, its lowered loop IR, and time/GFLOP/s next
+to numpy (timed in this process, alternating with the tuned kernel); a tuned kernel that
+does not match numpy ends the command with NumpyMismatchError. Imports te (the package
+API), te.errors, workloads, records, task and numpy.
 """
 from __future__ import annotations
 
 import time
 
 from ..errors import TEError
+from . import records as R
 
 # The tuned kernel's check against numpy: |te - numpy| <= ATOL + RTOL * |numpy| (the
 # measurement workers' default tolerance, MeasureOptions.rtol/atol).
@@ -75,9 +76,10 @@ def run(args) -> int:
     import te
     from . import workloads
     out, targs, flops, ref_fn = workloads.make(args.op, args.shape)
+    options = te.autotune.TuneOptions(trials=args.trials, log=args.log, tuner=args.tuner,
+                                      timeout=args.timeout, seed=args.seed)
     t0 = time.time()
-    res = te.autotune(out, args=targs, trials=args.trials, log=args.log, tuner=args.tuner,
-                      timeout=args.timeout, seed=args.seed)
+    res = te.autotune(out, options, args=targs)
     try:
         return _report(args, res, time.time() - t0, flops, ref_fn)
     except KeyboardInterrupt:
@@ -101,7 +103,6 @@ def check_against_numpy(args, res, got, want) -> None:
     """Raise NumpyMismatchError, naming the worst element, the tolerance and the config
     (and the log it is the best of), unless `got` is within ATOL + RTOL * |want|."""
     import numpy as np
-    from . import records as R
     bad = ~np.isclose(got, want, rtol=RTOL, atol=ATOL)
     if not bad.any():
         return

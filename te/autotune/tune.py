@@ -1,11 +1,11 @@
 """The tuning loop behind te.autotune: the tuner, measurement batches, progress.
 
 Takes a task (task.py: an automatic space over a compute graph, or a template with
-arguments) and the tuning options; gives a TuneResult (result.py). Each batch: the tuner
+arguments) and its TuneOptions (options.py); gives a TuneResult (result.py). Each batch: the tuner
 proposes configs, each is instantiated (ScheduleError -> instantiation_error) and lowered
 here, compiled, checked and timed in the workers, appended to the log and told to the
 tuner. An existing log resumes (result.resume). Imports runtime, features, measure,
-records, result, task and workload.
+options, records, result, search, task and workload.
 """
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from ..errors import ArgumentError, TEError, TuningInterrupted
 from . import features as F
 from . import records as R
 from . import result as H
-from .measure import LocalRunner, MeasureOptions
+from . import search
+from .measure import LocalRunner
+from .options import TuneOptions
 from .task import compile_job, estimate_flops, random_inputs
 from .workload import package_version
 
@@ -46,10 +48,7 @@ def featurizer(task, knobs: bool = True):
 
 
 def make_tuner(name: str, space, task, seed):
-    from . import search
-    if name not in search.TUNERS:
-        raise ArgumentError(f"te.autotune: tuner must be one of "
-                            f"{', '.join(search.TUNERS)}, got {name!r}")
+    """The tuner named `name` (one of search.TUNERS, as TuneOptions checked) over `space`."""
     if name == "xgb":
         return search.XGBTuner(space, featurizer(task), seed=seed)
     return search.TUNERS[name](space, seed=seed)
@@ -81,47 +80,20 @@ class _Progress:
         self.shown = True
 
 
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _check_tune_args(trials, timeout, early_stopping, batch_size, seed, measure_option) -> None:
-    def bad(name, expected, got):
-        raise ArgumentError(f"te.autotune: {name} must be {expected}, got {got!r}")
-    if not _is_int(trials) or trials < 1:
-        bad("trials", "a positive int", trials)
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                or not math.isfinite(timeout) or timeout <= 0):
-        bad("timeout", "a positive number of seconds or None", timeout)
-    if early_stopping is not None and (not _is_int(early_stopping) or early_stopping < 1):
-        bad("early_stopping", "a positive int or None", early_stopping)
-    if not _is_int(batch_size) or batch_size < 1:
-        bad("batch_size", "a positive int", batch_size)
-    if seed is not None and not _is_int(seed):
-        bad("seed", "an int or None", seed)
-    if measure_option is not None and not isinstance(measure_option, MeasureOptions):
-        bad("measure_option", "a te.autotune.measure.MeasureOptions", measure_option)
-
-
-def tune(task, trials: int = 500, target: str = "llvm", log: str | None = None,
-         tuner: str = "xgb", timeout: float | None = None, seed: int | None = None,
-         early_stopping: int | None = None, verbose: int = 1,
-         measure_option: MeasureOptions | None = None, batch_size: int = 16) -> H.TuneResult:
-    """Run the tuning loop on `task`; see te.autotune for the parameters. Ctrl-C raises
-    TuningInterrupted and a failed append to the log TuningLogError, each carrying the
-    TuneResult so far, once the log holds whole records only and the workers are gone."""
-    _check_tune_args(trials, timeout, early_stopping, batch_size, seed, measure_option)
-    if log is not None:
+def tune(task, options: TuneOptions) -> H.TuneResult:
+    """Run the tuning loop on `task` as `options` say. Ctrl-C raises TuningInterrupted and
+    a failed append to the log TuningLogError, each carrying the TuneResult so far, once
+    the log holds whole records only and the workers are gone."""
+    if options.log is not None:
+        # the options hold a path; whether that file can be a log is decided as the run starts
         try:
-            R.check_log_path(log)
+            R.check_log_path(options.log)
         except ValueError as err:
             raise ArgumentError(f"te.autotune: {err}") from None
-    result = H.TuneResult(task, target, estimate_flops(task.outputs), log=log)
-    progress = _Progress(verbose, trials, result.flops)
+    result = H.TuneResult(task, options.target, estimate_flops(task.outputs), log=options.log)
+    progress = _Progress(options.verbose, options.trials, result.flops)
     try:
-        _search(result, progress, trials=trials, tuner=tuner, timeout=timeout, seed=seed,
-                early_stopping=early_stopping, measure_option=measure_option,
-                batch_size=batch_size)
+        _search(result, progress, options)
     except KeyboardInterrupt:
         raise TuningInterrupted(H.interrupted_text(result), result) from None
     finally:
@@ -129,27 +101,27 @@ def tune(task, trials: int = 500, target: str = "llvm", log: str | None = None,
     return result
 
 
-def _search(result: H.TuneResult, progress, trials, tuner, timeout, seed, early_stopping,
-            measure_option, batch_size) -> None:
+def _search(result: H.TuneResult, progress, options: TuneOptions) -> None:
     """The loop of tune(): resume from the log, measure batches, re-measure the leaders."""
     start = time.time()
     task = result.task
     version = package_version()
-    tuner_obj = make_tuner(tuner, task.space, task, seed)
+    trials, timeout, early_stopping = options.trials, options.timeout, options.early_stopping
+    tuner_obj = make_tuner(options.tuner, task.space, task, options.seed)
     H.resume(result, tuner_obj, task, result.log, result.target, version)
     result.saved = len(result.history) if result.log else 0
     parallel = runtime.parallel_available()
     best_at = len(result.history)
     best_time = result.best_time
     new = 0
-    with LocalRunner(measure_option) as runner:
-        _set_reference(runner, task, parallel, seed)
+    with LocalRunner(options.measure_option) as runner:
+        _set_reference(runner, task, parallel, options.seed)
         while len(result.history) < trials and tuner_obj.has_next():
             if timeout is not None and time.time() - start >= timeout:
                 break
             if early_stopping is not None and len(result.history) - best_at >= early_stopping:
                 break
-            batch = tuner_obj.next_batch(min(batch_size, trials - len(result.history)))
+            batch = tuner_obj.next_batch(min(options.batch_size, trials - len(result.history)))
             if not batch:
                 break
             res = _measure_batch(runner, task, batch, parallel, best_time)

@@ -52,6 +52,9 @@ def test_tune_prints_the_best_schedule_and_a_table_against_numpy(tmp_path):
     (("tune", "matmull"), "te tune: unknown operator 'matmull'; choose one of matmul"),
     (("tune", "matmul", "--shape", "8", "8"), "te tune: matmul takes --shape M N K, got 2 "
                                               "numbers"),
+    (("tune", "matmul", "--trials", "0"), "te.autotune: trials must be a positive int, got 0"),
+    (("tune", "matmul", "--tuner", "bayes"), ("te.autotune: tuner must be one of random, "
+                                              "grid, xgb, optuna, got 'bayes'")),
     (("demo", "--size", "0"), "--size must be a positive integer, got 0"),
     (("demo", "--size", "50000"), "te.build: argument 'A' has 2500000000 elements, beyond the "
                                   "int32 index range"),
