@@ -18,7 +18,7 @@ import runtime
 from runtime.checker import INDEX_LIMIT
 
 from .compute.expr import Const, Var
-from .errors import BuildError
+from .errors import TOO_DEEP, BuildError
 from .lower import ir
 from .lower.codegen_llvm import ModuleGen
 from .lower.device_sync import stored_buffers
@@ -236,6 +236,15 @@ def build(sch, args=None, target: str = "llvm", name: str = "main",
     do not prove inside its buffer is checked when the kernel runs, and an access outside
     raises IndexError naming the buffer, the index and the extent instead of touching
     memory. Target 'llvm' only."""
+    try:
+        return _build(sch, args, target, name, instrument_bound_checkers)
+    except RecursionError:
+        # a walk that still recurses (the CUDA C printer) on a very deep program
+        raise BuildError(TOO_DEEP.format(who="te.build", what=f"compile for target "
+                                         f"{target!r}")) from None
+
+
+def _build(sch, args, target: str, name: str, instrument_bound_checkers):
     opts = parse_target(target)
     missing = _missing_host_features(opts)
     _check_bound_checkers(instrument_bound_checkers, sch, opts["kind"])

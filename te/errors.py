@@ -9,6 +9,13 @@ parameter, what was expected and what came.
 from runtime.errors import ArgumentError  # noqa: F401  (re-exported)
 
 
+# What te.lower, te.build and the interpreter say when a program nests deeper than one of
+# their walks can follow (most keep their own stacks; see te.lower.visitor).
+TOO_DEEP = ("{who}: the program nests too deep to {what} (an expression or a chain of "
+            "nested statements deeper than Python's recursion limit); compute part of the "
+            "expression in a stage of its own (te.compute) instead of one deep expression")
+
+
 class TEError(Exception):
     """Base of every error raised deliberately by te."""
 

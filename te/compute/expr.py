@@ -457,19 +457,57 @@ def with_children(e: Expr, new: tuple) -> Expr:
     return e.with_expr_children(tuple(new))
 
 
+# The walks below keep their own stack instead of recursing: an expression nests as deep
+# as the user wrote it (x = x * 1.001 + 1 repeated in one lambda, or a chain of inlined
+# stages), far past Python's recursion limit.
+
 def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
     """Post-order rewrite: children first, then fn(node) (None keeps the node)."""
-    kids = children(e)
-    if kids:
-        e = with_children(e, tuple(transform(k, fn) for k in kids))
-    out = fn(e)
-    return e if out is None else out
+    done: list = []  # rewritten subtrees, in the order their parents take them
+    todo: list = [(e, None)]
+    while todo:
+        node, kids = todo.pop()
+        if kids is None:
+            kids = children(node)
+            if kids:
+                todo.append((node, kids))
+                todo.extend((k, None) for k in reversed(kids))
+                continue
+        elif kids:
+            new = done[len(done) - len(kids):]
+            del done[len(done) - len(kids):]
+            node = with_children(node, tuple(new))
+        out = fn(node)
+        done.append(node if out is None else out)
+    return done[0]
 
 
 def pre_order(e: Expr, fn: Callable[[Expr], None]) -> None:
-    fn(e)
-    for k in children(e):
-        pre_order(k, fn)
+    """fn(node) for every node of the tree, parents before children, left to right."""
+    todo = [e]
+    while todo:
+        node = todo.pop()
+        fn(node)
+        todo.extend(reversed(children(node)))
+
+
+def post_order(e: Expr, skip: Callable[[Expr], bool] | None = None) -> list:
+    """The distinct nodes of `e` (by identity), every node after its children; the
+    subtrees of nodes for which skip(node) holds are not entered (nor listed)."""
+    out: list = []
+    seen: set = set()
+    todo: list = [(e, False)]
+    while todo:
+        node, expanded = todo.pop()
+        if expanded:
+            out.append(node)
+            continue
+        if id(node) in seen or (skip is not None and skip(node)):
+            continue
+        seen.add(id(node))
+        todo.append((node, True))
+        todo.extend((k, False) for k in reversed(children(node)))
+    return out
 
 
 def substitute(e: Expr, mapping: dict) -> Expr:
@@ -501,24 +539,29 @@ def free_vars(e: Expr) -> list:
 
 def structural_equal(a, b) -> bool:
     """Same tree shape, same fields; Vars, tensors and buffers compare by identity."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, Var):
-        return False
-    if isinstance(a, Const):
-        return a.dtype == b.dtype and a.value == b.value
-    if not isinstance(a, Expr):
-        return a == b
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, tuple):
-            if len(x) != len(y) or not all(structural_equal(p, q) for p, q in zip(x, y)):
-                return False
-        elif isinstance(x, Expr):
-            if not structural_equal(x, y):
-                return False
-        elif x is not y and x != y:
+    todo = [(a, b)]
+    while todo:
+        a, b = todo.pop()
+        if a is b:
+            continue
+        if type(a) is not type(b) or isinstance(a, Var):
             return False
+        if isinstance(a, Const):
+            if a.dtype != b.dtype or a.value != b.value:
+                return False
+            continue
+        if not isinstance(a, Expr):
+            if a != b:
+                return False
+            continue
+        for f in dataclasses.fields(a):
+            x, y = getattr(a, f.name), getattr(b, f.name)
+            if isinstance(x, tuple):
+                if not isinstance(y, tuple) or len(x) != len(y):
+                    return False
+                todo.extend(zip(x, y))
+            elif isinstance(x, Expr):
+                todo.append((x, y))
+            elif x is not y and x != y:
+                return False
     return True

@@ -15,7 +15,21 @@ from ..compute.expr import Binary, Const, Expr, Var
 
 
 def key(e: Expr) -> tuple:
-    """A hashable structural key: equal keys mean structurally equal expressions."""
+    """A hashable structural key: equal keys mean structurally equal expressions. Flat (each
+    node's tag and child count in pre-order), so a deep expression gives no nested tuple."""
+    out: list = []
+    todo = [e]
+    while todo:
+        node = todo.pop()
+        out.append(_node_key(node))
+        kids = E.children(node)
+        if kids:
+            out.append(len(kids))
+            todo.extend(reversed(kids))
+    return tuple(out)
+
+
+def _node_key(e: Expr) -> tuple:
     if isinstance(e, Var):
         return ("var", id(e))
     if isinstance(e, Const):
@@ -24,8 +38,7 @@ def key(e: Expr) -> tuple:
     ident = getattr(e, "tensor", None) or getattr(e, "buffer", None)
     ident = (id(ident.op), ident.value_index) if hasattr(ident, "value_index") else id(ident)
     lanes = getattr(e, "lanes", None)
-    return (type(e).__name__, e.dtype, extra, ident, lanes) + \
-        tuple(key(k) for k in E.children(e))
+    return (type(e).__name__, e.dtype, extra, ident, lanes)
 
 
 class Linear:
@@ -167,9 +180,19 @@ class Analyzer:
         hit = self._simplify_memo.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
+        # subtrees first, deepest first: each node's own rules then find its children in
+        # the memo, so the recursion below stays one level deep however deep `e` is
+        for node in E.post_order(e, self._simplified):
+            self._simplify_node(node)
+        return self._simplify_memo[id(e)][1]
+
+    def _simplified(self, e: Expr) -> bool:
+        hit = self._simplify_memo.get(id(e))
+        return isinstance(e, (Var, Const)) or (hit is not None and hit[0] is e)
+
+    def _simplify_node(self, e: Expr) -> None:
         out = self.linear(e).to_expr() if _is_int_scalar(e) else self._simplify_atom(e)
         self._simplify_memo[id(e)] = (e, out)
-        return out
 
     # -- bounds ------------------------------------------------------------------------
     def const_bound(self, e: Expr) -> tuple:

@@ -24,26 +24,45 @@ from .prefetch import prefetch_stmt
 
 def inline_bodies(sch: Schedule) -> dict:
     """stage -> body exprs with every inlined producer substituted, for computed stages."""
-    inlined: dict = {}  # op -> (axis vars, body)
+    inlined: dict = {}  # op -> (axis vars, its body as written), substituted where read
     bodies: dict = {}
     for st in sch.stages:
         if not isinstance(st.op, ComputeOp):
             continue
-        body = tuple(_substitute_inlined(b, inlined) for b in st.op.body)
         if st.attach_type == INLINE:
-            inlined[st.op] = ([iv.var for iv in st.op.axis], body)
+            inlined[st.op] = ([iv.var for iv in st.op.axis], st.op.body)
         else:
-            bodies[st] = body
+            bodies[st] = tuple(_substitute_inlined(b, inlined) for b in st.op.body)
     return bodies
 
 
 def _substitute_inlined(e: E.Expr, inlined: dict) -> E.Expr:
-    def rewrite(node):
+    """e with each load of an inlined stage replaced by that stage's body at the load's
+    indices, in one walk of the result: a chain of inlined stages is substituted once,
+    not once per stage along it (which made a chain of n stages cost n^2)."""
+    done: list = []
+    todo: list = [(e, {}, None)]  # (node, its axis vars -> indices, children | load)
+    while todo:
+        node, env, kids = todo.pop()
+        if kids is None:
+            if isinstance(node, Var):
+                done.append(env.get(node, node))
+                continue
+            kids = E.children(node)
+            if kids:
+                todo.append((node, env, kids))
+                todo.extend((k, env, None) for k in reversed(kids))
+            else:
+                done.append(node)
+            continue
+        new = tuple(done[len(done) - len(kids):])
+        del done[len(done) - len(kids):]
         if isinstance(node, TensorLoad) and node.tensor.op in inlined:
             axis_vars, body = inlined[node.tensor.op]
-            return E.substitute(body[node.tensor.value_index], dict(zip(axis_vars, node.indices)))
-        return None
-    return E.transform(e, rewrite)
+            todo.append((body[node.tensor.value_index], dict(zip(axis_vars, new)), None))
+        else:
+            done.append(E.with_children(node, new))
+    return done[0]
 
 
 def _readers(stages: list, bodies: dict) -> dict:

@@ -11,6 +11,8 @@ te.compute.expr, te.lower.ir, te.lower.arith and te.lower.visitor only.
 """
 from __future__ import annotations
 
+from types import GeneratorType
+
 from llvmlite import binding as llvm
 from llvmlite import ir
 
@@ -23,7 +25,7 @@ from . import codegen_llvm_parallel as par
 from . import ir as tir
 from .arith import Analyzer
 from .codegen_llvm_reuse import BlockValues
-from .visitor import stmt_children
+from .visitor import run_frames, walk_stmts
 
 PTR = ir.PointerType()
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -172,6 +174,7 @@ class FuncGen(BlockValues):
         # `nsw` lets LLVM turn sext(i*n + j) into an affine address. Data wraps, and so may
         # int64 index arithmetic on loaded int64 values.
         self.in_index = False
+        self._emitted = None  # id(node) -> (node, value) while expr() walks a tree
         # Inside a loop with pragma "nontemporal_store": dense vector stores to argument
         # buffers bypass the caches; a function that made any fences them before returning.
         self.nontemporal = False
@@ -196,26 +199,34 @@ class FuncGen(BlockValues):
     # -- statements ---------------------------------------------------------------------
 
     def stmt(self, s: tir.Stmt) -> None:
+        """Emit s. The stmt_<Type> of a statement that holds the rest of the function (a
+        sequence, an allocation, a let) is a generator yielding its children, and
+        run_frames keeps those frames on its own stack: they nest as deep as the stages."""
+        run_frames(self._stmt_steps(s), self._stmt_steps)
+
+    def _stmt_steps(self, s: tir.Stmt):
         method = getattr(self, "stmt_" + type(s).__name__, None)
         if method is None:
             raise BuildError(f"LLVM codegen: unsupported statement {type(s).__name__}")
-        if type(s) in _TRACKS_MEMORY:
-            method(s)
-            return
-        self.forget_memory()
-        method(s)
-        self.forget_memory()
+        tracks = type(s) in _TRACKS_MEMORY
+        if not tracks:
+            self.forget_memory()
+        steps = method(s)
+        if isinstance(steps, GeneratorType):
+            yield from steps
+        if not tracks:
+            self.forget_memory()
 
-    def stmt_SeqStmt(self, s: tir.SeqStmt) -> None:
+    def stmt_SeqStmt(self, s: tir.SeqStmt):
         for x in s.stmts:
-            self.stmt(x)
+            yield x
 
     def stmt_Evaluate(self, s: tir.Evaluate) -> None:
         self.expr(s.value)
 
-    def stmt_LetStmt(self, s: tir.LetStmt) -> None:
+    def stmt_LetStmt(self, s: tir.LetStmt):
         self.env[s.var] = self.expr(s.value)
-        self.stmt(s.body)
+        yield s.body
 
     def stmt_IfThenElse(self, s: tir.IfThenElse) -> None:
         if dt.lanes(s.cond.dtype) != 1:
@@ -254,14 +265,14 @@ class FuncGen(BlockValues):
                 ptr = self.address(buf, self.b.extract_element(lanes, I32(k)))
                 self.store(buf.data, lane, ptr, align)
 
-    def stmt_Allocate(self, s: tir.Allocate) -> None:
+    def stmt_Allocate(self, s: tir.Allocate):
         elem = mem_type(dt.base(s.buffer.dtype))
         size = elem_bytes(s.buffer.dtype)
         extent = s.extent
         if isinstance(extent, E.Const) and int(extent.value) * size <= _MAX_STACK_BYTES:
             n = max(int(extent.value), 1)
             self.env[s.buffer.data] = self.alloca(ir.ArrayType(elem, n), align=64)
-            self.stmt(s.body)
+            yield s.body
             return
         if isinstance(extent, E.Const) and int(extent.value) >= _INDEX_LIMIT:
             raise BuildError(f"te.build: buffer '{s.buffer.name}' has {int(extent.value)} "
@@ -279,7 +290,7 @@ class FuncGen(BlockValues):
         self.fail_if(self.b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)), I32(-2 - 2 * k))
         self.env[s.buffer.data] = ptr
         self.heap_live.append(ptr)
-        self.stmt(s.body)
+        yield s.body
         self.heap_live.pop()
         self.b.call(self.mod.declare("free", ir.VoidType(), [PTR]), [ptr])
 
@@ -407,6 +418,35 @@ class FuncGen(BlockValues):
     # -- expressions --------------------------------------------------------------------
 
     def expr(self, e: E.Expr) -> ir.Value:
+        """The value of `e`. Its subtrees are emitted first, deepest first, in the order
+        the expr_<Type> methods would emit them (left to right): a user's expression nests
+        deeper than Python recurses, and each node then finds its operands emitted. The
+        branches of a lazy select are not entered (they are emitted in their own blocks)."""
+        if type(e) in (E.Var, E.Const):
+            return self._emit(e)
+        if self._emitted is not None:
+            hit = self._emitted.get(id(e))
+            if hit is not None and hit[0] is e:
+                return hit[1]
+        outer, self._emitted = self._emitted, {}
+        try:
+            for node in E.post_order(e, self._emitted_or_lazy):
+                self._emitted[id(node)] = (node, self._emit(node))
+                if isinstance(node, E.Call) and node.extern:
+                    self._emitted = {}  # it may write memory: later loads read again
+            hit = self._emitted.get(id(e))
+            return hit[1] if hit is not None and hit[0] is e else self._emit(e)
+        finally:
+            self._emitted = outer
+
+    def _emitted_or_lazy(self, e: E.Expr) -> bool:
+        """Whether expr() leaves e's subtree alone: emitted already, a lazy select, or a
+        load (its index is emitted as index arithmetic, see index_value)."""
+        hit = self._emitted.get(id(e))
+        return (hit is not None and hit[0] is e) or isinstance(e, (tir.Load, tir.Prefetch)) or (
+            isinstance(e, E.Select) and not (_is_safe(e.true_value) and _is_safe(e.false_value)))
+
+    def _emit(self, e: E.Expr) -> ir.Value:
         method = self._expr_methods.get(type(e))
         if method is None:
             method = getattr(self, "expr_" + type(e).__name__, None)
@@ -418,10 +458,11 @@ class FuncGen(BlockValues):
     def index_value(self, e: E.Expr) -> ir.Value:
         """`e` generated as index arithmetic (see `in_index`)."""
         outer, self.in_index = self.in_index, True
+        emitted, self._emitted = self._emitted, None  # values made outside an index differ
         try:
             return self.expr(e)
         finally:
-            self.in_index = outer
+            self.in_index, self._emitted = outer, emitted
 
     def expr_Var(self, e: E.Var) -> ir.Value:
         if e not in self.env:
@@ -720,13 +761,9 @@ def _is_x86(triple: str) -> bool:
 
 def _all_pragmas(s: tir.Stmt) -> set:
     keys: set = set()
-
-    def visit(node):
+    for node in walk_stmts(s):
         if isinstance(node, tir.For):
             keys.update(k for k, _ in node.pragmas)
-        for child in stmt_children(node)[1]:
-            visit(child)
-    visit(s)
     return keys
 
 
@@ -739,15 +776,14 @@ def _strided_store(s: tir.For) -> bool:
     LLVM keeps the loops whose stores are contiguous or invariant."""
     ana = Analyzer()
 
-    def strided(node) -> bool:
+    for node in walk_stmts(s.body):
         if isinstance(node, tir.Store):
             index = tir.unchecked(node.index)
             index = index.base if isinstance(index, E.Ramp) else index
             step = _step(index, s.loop_var, ana)
             if step is None or abs(step) > 1:
                 return True
-        return any(strided(child) for child in stmt_children(node)[1])
-    return strided(s.body)
+    return False
 
 
 def _step(index: E.Expr, var: E.Var, ana: Analyzer):

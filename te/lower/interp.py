@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtype as dt
 from ..compute import expr as E
-from ..errors import ArgumentError, TEError
+from ..errors import TOO_DEEP, ArgumentError, TEError
 from . import ir
 
 
@@ -45,13 +45,18 @@ def run_func(func: ir.PrimFunc, args: list, scalars: dict | None = None,
         c.bind(v)
     for b in func.params:
         c.bind_buffer(b)
-    body = c.stmt(func.body)
-    for v, x in values.items():
-        c.frame[c.slots[v]] = x
-    for b, a in zip(func.params, flats):
-        c.bufs[c.buf_slots[b.data]] = a
-    with np.errstate(all="ignore"):
-        body()
+    try:
+        body = c.stmt(func.body)
+        for v, x in values.items():
+            c.frame[c.slots[v]] = x
+        for b, a in zip(func.params, flats):
+            c.bufs[c.buf_slots[b.data]] = a
+        with np.errstate(all="ignore"):
+            body()
+    except RecursionError:
+        # closures call the closures of their operands and bodies: one Python frame per
+        # level, as deep as the IR nests
+        raise InterpError(TOO_DEEP.format(who="interp", what="interpret")) from None
 
 
 # ---------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import os
 from ..compute import expr as E
 from ..compute.expr import Var
 from ..compute.tensor import PlaceholderOp, Tensor
-from ..errors import LoweringError
+from ..errors import TOO_DEEP, LoweringError
 from ..schedule.schedule import INLINE, SCOPE, Schedule
 from . import ir
 from .build_loops import schedule_to_stmt
@@ -69,6 +69,16 @@ def lower(sch: Schedule, args: list, name: str = "main", dump_after: str | None 
     """te.lower: the lowered function of schedule `sch` taking `args` (tensors) in order;
     target_kind "cuda" lowers for the GPU code generator (see SKIPPED_FOR).
     instrument_bound_checkers: check at run time every access not proven in bounds."""
+    try:
+        return _lower(sch, args, name, dump_after, target_kind, instrument_bound_checkers)
+    except RecursionError:
+        # the passes walk expressions and nested statements with their own stacks; what
+        # still recurses (an analysis of one deep index) ends here, not in a bare error
+        raise LoweringError(TOO_DEEP.format(who="te.lower", what="lower")) from None
+
+
+def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target_kind: str,
+           instrument_bound_checkers: bool) -> ir.PrimFunc:
     if target_kind not in SKIPPED_FOR:
         raise LoweringError(f"te.lower: target_kind must be one of {', '.join(SKIPPED_FOR)}, "
                             f"got {target_kind!r}")

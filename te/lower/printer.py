@@ -13,6 +13,7 @@ import math
 from .. import dtype as dt
 from ..compute import expr as E
 from . import ir
+from .visitor import run_frames
 
 INDENT = "  "
 
@@ -67,6 +68,8 @@ class _Printer:
         self.storage_names: dict = {}  # (data Var, name) / Tensor -> printed name
         self.taken: set = set()
         self.storage_taken: set = set()
+        self.texts = None  # id(node) -> (node, text) while expr() prints one tree
+        self.lines: list = []  # what stmt() has printed so far
 
     # -- names -------------------------------------------------------------------------
     def var(self, v: E.Var) -> str:
@@ -106,67 +109,82 @@ class _Printer:
 
     # -- statements --------------------------------------------------------------------
     def stmt(self, s: ir.Stmt, depth: int) -> list:
+        """The lines of s at indent `depth`. Each stmt_<Type> appends its own lines and, as
+        a generator, yields (child, depth) for its children: run_frames keeps those frames
+        on its own stack, as deep as allocations nest (one per root stage)."""
+        outer, self.lines = self.lines, []
+        try:
+            run_frames(self._begin((s, depth)), self._begin)
+            return self.lines
+        finally:
+            self.lines = outer
+
+    def _begin(self, item: tuple):
+        s, depth = item
         method = getattr(self, "stmt_" + type(s).__name__, None)
         if method is None:
             raise TypeError(f"printer: unknown statement {type(s).__name__}")
         return method(s, depth)
 
-    def block(self, head: str, body: ir.Stmt, depth: int) -> list:
+    def block(self, head: str, body: ir.Stmt, depth: int):
         pad = INDENT * depth
-        return [f"{pad}{head} {{"] + self.stmt(body, depth + 1) + [f"{pad}}}"]
+        self.lines.append(f"{pad}{head} {{")
+        yield body, depth + 1
+        self.lines.append(f"{pad}}}")
 
-    def stmt_For(self, s: ir.For, depth: int) -> list:
+    def stmt_For(self, s: ir.For, depth: int):
         pad = INDENT * depth
-        lines = [f"{pad}// pragma {k}" if v is None else f"{pad}// pragma {k} = {self.value(v)}"
-                 for k, v in s.pragmas]
+        self.lines += [f"{pad}// pragma {k}" if v is None
+                       else f"{pad}// pragma {k} = {self.value(v)}" for k, v in s.pragmas]
         name = self.var(s.loop_var)
         if s.kind == ir.THREAD_BINDING:
             name = f"{name}: {s.thread_tag}"
         head = f"{_KIND_PREFIX.get(s.kind, s.kind + ' ')}for ({name}, {self.expr(s.min)}, " \
                f"{self.expr(s.extent)})"
-        return lines + self.block(head, s.body, depth)
+        yield from self.block(head, s.body, depth)
 
-    def stmt_SeqStmt(self, s: ir.SeqStmt, depth: int) -> list:
-        return [line for x in s.stmts for line in self.stmt(x, depth)]
+    def stmt_SeqStmt(self, s: ir.SeqStmt, depth: int):
+        for x in s.stmts:
+            yield x, depth
 
-    def stmt_IfThenElse(self, s: ir.IfThenElse, depth: int) -> list:
-        lines = self.block(f"if ({self.expr(s.cond, top=True)})", s.then_case, depth)
+    def stmt_IfThenElse(self, s: ir.IfThenElse, depth: int):
+        yield from self.block(f"if ({self.expr(s.cond, top=True)})", s.then_case, depth)
         if s.else_case is not None:
-            lines[-1] += " else {"
-            lines += self.stmt(s.else_case, depth + 1) + [f"{INDENT * depth}}}"]
-        return lines
+            self.lines[-1] += " else {"
+            yield s.else_case, depth + 1
+            self.lines.append(f"{INDENT * depth}}}")
 
-    def stmt_Evaluate(self, s: ir.Evaluate, depth: int) -> list:
-        return [INDENT * depth + self.expr(s.value, top=True)]
+    def stmt_Evaluate(self, s: ir.Evaluate, depth: int) -> None:
+        self.lines.append(INDENT * depth + self.expr(s.value, top=True))
 
-    def stmt_LetStmt(self, s: ir.LetStmt, depth: int) -> list:
+    def stmt_LetStmt(self, s: ir.LetStmt, depth: int):
         value = self.expr(s.value, top=True)  # printed before the var is named
-        head = f"{INDENT * depth}let {self.var(s.var)} = {value}"
-        return [head] + self.stmt(s.body, depth)
+        self.lines.append(f"{INDENT * depth}let {self.var(s.var)} = {value}")
+        yield s.body, depth
 
-    def stmt_ProducerStore(self, s: ir.ProducerStore, depth: int) -> list:
-        return [f"{INDENT * depth}{self.storage(s.tensor)}[{self.exprs(s.indices)}] = "
-                f"{self.expr(s.value, top=True)}"]
+    def stmt_ProducerStore(self, s: ir.ProducerStore, depth: int) -> None:
+        self.lines.append(f"{INDENT * depth}{self.storage(s.tensor)}[{self.exprs(s.indices)}] "
+                          f"= {self.expr(s.value, top=True)}")
 
-    def stmt_ProducerRealize(self, s: ir.ProducerRealize, depth: int) -> list:
+    def stmt_ProducerRealize(self, s: ir.ProducerRealize, depth: int):
         bounds = ", ".join(f"{self.expr(r.min)}:{self.expr(_end(r))}" for r in s.bounds)
         head = f"realize {self.storage(s.tensor)}[{bounds}]"
         if s.scope != "global":
             head += f" scope={s.scope}"
         if s.align:
             head += " align=[" + ", ".join(f"({a}, {f}, {o})" for a, f, o in s.align) + "]"
-        return self.block(head, s.body, depth)
+        yield from self.block(head, s.body, depth)
 
-    def stmt_Store(self, s: ir.Store, depth: int) -> list:
-        return [f"{INDENT * depth}{self.storage(s.buffer)}[{self.expr(s.index, top=True)}]"
-                f" = {self.expr(s.value, top=True)}"]
+    def stmt_Store(self, s: ir.Store, depth: int) -> None:
+        self.lines.append(f"{INDENT * depth}{self.storage(s.buffer)}"
+                          f"[{self.expr(s.index, top=True)}] = {self.expr(s.value, top=True)}")
 
-    def stmt_Allocate(self, s: ir.Allocate, depth: int) -> list:
+    def stmt_Allocate(self, s: ir.Allocate, depth: int):
         b = s.buffer
         head = f"allocate {self.storage(b)}[{b.dtype} * {self.expr(s.extent)}]"
         if b.scope != "global":
             head += f" scope={b.scope}"
-        return self.block(head, s.body, depth)
+        yield from self.block(head, s.body, depth)
 
     # -- expressions -------------------------------------------------------------------
     def exprs(self, items) -> str:
@@ -177,14 +195,34 @@ class _Printer:
         return self.expr(v, top=True) if isinstance(v, E.Expr) else repr(v)
 
     def expr(self, e: E.Expr, top: bool = False) -> str:
+        """The text of `e`, in parentheses where it is an infix operation inside another.
+        Subtrees are printed first, deepest first, and each node finds its operands' text
+        in `texts`: a user's expression nests deeper than Python recurses."""
+        if self.texts is not None:
+            hit = self.texts.get(id(e))
+            if hit is not None and hit[0] is e:
+                return _parenthesized(e, hit[1], top)
+        outer, self.texts = self.texts, {}
+        try:
+            for node in E.post_order(e, self._printed):
+                self.texts[id(node)] = (node, self.text(node))
+            return _parenthesized(e, self.texts[id(e)][1], top)
+        finally:
+            self.texts = outer
+
+    def _printed(self, e: E.Expr) -> bool:
+        hit = self.texts.get(id(e))
+        return hit is not None and hit[0] is e
+
+    def text(self, e: E.Expr) -> str:
+        """The text of `e` without parentheses of its own."""
         if isinstance(e, E.Var):
             return self.var(e)
         if isinstance(e, E.Const):
             return format_const(e)
         if isinstance(e, E.Binary):
             if e.op in _INFIX:
-                text = f"{self.expr(e.a)}{_INFIX[e.op]}{self.expr(e.b)}"
-                return text if top else f"({text})"
+                return f"{self.expr(e.a)}{_INFIX[e.op]}{self.expr(e.b)}"
             return f"{e.op}({self.expr(e.a, True)}, {self.expr(e.b, True)})"
         if isinstance(e, E.Not):
             return f"!{self.expr(e.a)}"
@@ -224,6 +262,10 @@ class _Printer:
             text += f", init=[{self.exprs(e.init)}]"
         text += ")"
         return text if len(e.source) == 1 else f"{text}[{e.value_index}]"
+
+
+def _parenthesized(e: E.Expr, text: str, top: bool) -> str:
+    return f"({text})" if not top and isinstance(e, E.Binary) and e.op in _INFIX else text
 
 
 def _end(r) -> E.Expr:

@@ -22,6 +22,9 @@ class _Verifier:
         raise LoweringError(f"internal error after pass '{self.after}': {what}")
 
     def expr(self, e: E.Expr) -> None:
+        E.pre_order(e, self._node)
+
+    def _node(self, e: E.Expr) -> None:
         if isinstance(e, Var) and e not in self.vars:
             self.fail(f"variable '{e.name}' is used outside the loop or let that defines it")
         if isinstance(e, E.TensorLoad):
@@ -32,43 +35,49 @@ class _Verifier:
             self.fail("a reduction expression survived lowering")
         if isinstance(e, ir.Prefetch):
             self.fail("a prefetch is used as a value; it may only be evaluated")
-        for k in E.children(e):
-            self.expr(k)
 
     def prefetch(self, p: ir.Prefetch) -> None:
         if not isinstance(p.load, ir.Load) or p.load.dtype != p.load.buffer.dtype:
             self.fail("a prefetch must name one element of a buffer (a scalar Load)")
         self.expr(p.load)
 
-    def scoped(self, items: set, var, body) -> None:
-        items.add(var)
-        self.stmt(body)
-        items.discard(var)
-
     def stmt(self, s: ir.Stmt) -> None:
+        # an explicit stack of statements and scope exits: root stages nest their
+        # allocations one inside the other, as deep as the chain of stages is long
+        todo: list = [s]
+        while todo:
+            s = todo.pop()
+            if isinstance(s, tuple):  # leaving the scope of a loop, let or allocation
+                s[0].discard(s[1])
+            else:
+                self.one(s, todo)
+
+    def scoped(self, todo: list, exprs: tuple, items: set, var, body: ir.Stmt) -> None:
+        for x in exprs:
+            self.expr(x)
+        items.add(var)
+        todo.extend(((items, var), body))
+
+    def one(self, s: ir.Stmt, todo: list) -> None:
+        """Check s itself; push its children (in reverse) and the exits of its scopes."""
         if isinstance(s, ir.For):
-            self.expr(s.min)
-            self.expr(s.extent)
-            self.scoped(self.vars, s.loop_var, s.body)
+            self.scoped(todo, (s.min, s.extent), self.vars, s.loop_var, s.body)
         elif isinstance(s, ir.LetStmt):
-            self.expr(s.value)
-            self.scoped(self.vars, s.var, s.body)
+            self.scoped(todo, (s.value,), self.vars, s.var, s.body)
         elif isinstance(s, ir.Allocate):
-            self.expr(s.extent)
-            self.scoped(self.buffers, s.buffer, s.body)
+            self.scoped(todo, (s.extent,), self.buffers, s.buffer, s.body)
         elif isinstance(s, ir.Store):
             if s.buffer not in self.buffers:
                 self.fail(f"store to buffer '{s.buffer.name}' outside its allocation")
             self.expr(s.index)
             self.expr(s.value)
         elif isinstance(s, ir.SeqStmt):
-            for x in s.stmts:
-                self.stmt(x)
+            todo.extend(reversed(s.stmts))
         elif isinstance(s, ir.IfThenElse):
             self.expr(s.cond)
-            self.stmt(s.then_case)
             if s.else_case is not None:
-                self.stmt(s.else_case)
+                todo.append(s.else_case)
+            todo.append(s.then_case)
         elif isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Prefetch):
             self.prefetch(s.value)
         elif isinstance(s, ir.Evaluate):

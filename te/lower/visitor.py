@@ -1,12 +1,15 @@
 """Visitor and Mutator bases for loop IR and expressions.
 
 Takes IR from ir.py, gives traversal: a Mutator rebuilds a node only when a child changed,
-so unchanged subtrees keep their identity. Subclasses override visit_<NodeName>. Imports
-ir.py and te.compute.expr.
+so unchanged subtrees keep their identity. Subclasses override visit_<NodeName>. The walks
+keep their own stacks (run_frames, walk_stmts, the generic expression walks): statements
+nest as deep as a schedule's stages and expressions as deep as the user wrote them, past
+Python's recursion limit. Imports ir.py and te.compute.expr.
 """
 from __future__ import annotations
 
 import dataclasses
+from types import GeneratorType
 
 from ..compute import expr as E
 from . import ir
@@ -60,10 +63,19 @@ class Mutator:
     """Rebuilds IR bottom-up; override visit_X(node) for node class X to rewrite it."""
 
     def visit_stmt(self, s: ir.Stmt) -> ir.Stmt:
+        """The rewritten s. A visit_X may be a generator that yields the statements it
+        wants visited and is sent their results (`body = yield s.body`, as generic_steps
+        does): those frames stay on this loop's own stack instead of Python's, because
+        statements nest as deep as a schedule's stages (each root stage's allocation holds
+        the rest of the function). A plain visit_X that calls visit_stmt still works."""
+        return run_frames(self._begin(s), self._begin)
+
+    def _begin(self, s: ir.Stmt):
+        """visit_X(s) or generic_steps(s): a result, or a generator frame to drive."""
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return method(s)
-        return self.generic_stmt(s)
+        return self.generic_steps(s)
 
     def visit_expr(self, e: E.Expr) -> E.Expr:
         method = getattr(self, "visit_" + type(e).__name__, None)
@@ -72,18 +84,69 @@ class Mutator:
         return self.generic_expr(e)
 
     def generic_expr(self, e: E.Expr) -> E.Expr:
+        """e with its children visited. Descendants that take this same generic path (no
+        visit_X of their own) are walked with an explicit stack, not by recursion: a user's
+        expression (or a chain of inlined stages) nests deeper than Python recurses."""
         kids = E.children(e)
         if not kids:
             return e
-        return E.with_children(e, tuple(self.visit_expr(k) for k in kids))
+        inline = type(self).visit_expr is Mutator.visit_expr
+        done: list = []
+        todo: list = [(e, kids)]
+        todo.extend((k, None) for k in reversed(kids))
+        while todo:
+            node, kids = todo.pop()
+            if kids is None:
+                if not inline or self._has_visit(node):
+                    done.append(self.visit_expr(node))
+                    continue
+                kids = E.children(node)
+                if not kids:
+                    done.append(node)
+                    continue
+                todo.append((node, kids))
+                todo.extend((k, None) for k in reversed(kids))
+                continue
+            new = tuple(done[len(done) - len(kids):])
+            del done[len(done) - len(kids):]
+            done.append(E.with_children(node, new))
+        return done[0]
+
+    def _has_visit(self, node) -> bool:
+        return getattr(self, "visit_" + type(node).__name__, None) is not None
 
     def generic_stmt(self, s: ir.Stmt) -> ir.Stmt:
+        return run_frames(self.generic_steps(s), self._begin)
+
+    def generic_steps(self, s: ir.Stmt):
+        """s with its children visited, as a generator frame (see visit_stmt)."""
         ex, st = stmt_children(s)
         new_ex = tuple(self.visit_expr(x) for x in ex)
-        new_st = tuple(self.visit_stmt(x) for x in st)
+        new_st = []
+        for x in st:
+            new_st.append((yield x))
         if all(a is b for a, b in zip(ex, new_ex)) and all(a is b for a, b in zip(st, new_st)):
             return s
-        return rebuild_stmt(s, new_ex, new_st)
+        return rebuild_stmt(s, new_ex, tuple(new_st))
+
+
+def run_frames(value, begin):
+    """Run a walk whose frames are generators: each yields a statement to visit (begin(it)
+    gives its result or its own frame) and is sent the result; returns the first frame's."""
+    frames: list = []
+    while True:
+        if isinstance(value, GeneratorType):
+            frames.append(value)
+            value = None
+        elif not frames:
+            return value
+        try:
+            child = frames[-1].send(value)
+        except StopIteration as stop:
+            frames.pop()
+            value = stop.value
+            continue
+        value = begin(child)
 
 
 def rebuild_stmt(s: ir.Stmt, ex: tuple, st: tuple) -> ir.Stmt:
@@ -133,17 +196,25 @@ class Visitor:
                 self.visit(x)
             for x in st:
                 self.visit(x)
-        else:
-            for k in E.children(node):
+            return
+        # expression descendants without a visit_X of their own: an explicit stack, as in
+        # Mutator.generic_expr (expressions nest as deep as the user wrote them)
+        inline = type(self).visit is Visitor.visit
+        todo = list(reversed(E.children(node)))
+        while todo:
+            k = todo.pop()
+            if not inline or getattr(self, "visit_" + type(k).__name__, None) is not None:
                 self.visit(k)
+            else:
+                todo.extend(reversed(E.children(k)))
 
 
 def post_order_stmt(s: ir.Stmt, fn) -> ir.Stmt:
     """Rewrite statements bottom-up with fn(stmt) -> stmt | None (None keeps it)."""
 
     class _M(Mutator):
-        def visit_stmt(self, node):
-            node = self.generic_stmt(node)
+        def generic_steps(self, node):
+            node = yield from super().generic_steps(node)
             out = fn(node)
             return node if out is None else out
 

@@ -59,8 +59,10 @@ class _Simplify(Mutator):
         else_case = self.visit_stmt(s.else_case) if s.else_case is not None else None
         return ir.IfThenElse(cond, then_case, else_case)
 
-    def visit_SeqStmt(self, s: ir.SeqStmt) -> ir.Stmt:
-        stmts = [self.visit_stmt(x) for x in s.stmts]
+    def visit_SeqStmt(self, s: ir.SeqStmt):
+        stmts = []
+        for x in s.stmts:  # a generator frame: root stages nest (see Mutator.visit_stmt)
+            stmts.append((yield x))
         return ir.seq(*[x for x in stmts if not _is_empty(x)]) if stmts else s
 
 
@@ -79,30 +81,35 @@ class _Substitute(Mutator):
         self.memo: dict = {}  # id(expr) -> (expr, result); holding expr keeps its id unique
 
     def visit_expr(self, e: E.Expr) -> E.Expr:
-        if not self._mentions(e):
-            return e
-        hit = self.memo.get(id(e))
-        if hit is not None and hit[0] is e:
-            return hit[1]
-        if isinstance(e, E.Var):
-            out = self.vmap[e]
-        else:
-            out = E.with_children(e, tuple(self.visit_expr(k) for k in E.children(e)))
-        self.memo[id(e)] = (e, out)
-        return out
+        # subtrees first, deepest first (each node then finds its children in the memos):
+        # a user's expression nests deeper than Python recurses
+        for node in E.post_order(e, self._known):
+            self.mentions[id(node)] = (node, self._mentions_here(node))
+        for node in E.post_order(e, self._unchanged_or_done):
+            self.memo[id(node)] = (node, self._rewrite(node))
+        return self.memo[id(e)][1] if self._mentioned(e) else e
 
-    def _mentions(self, e: E.Expr) -> bool:
+    def _mentions_here(self, node: E.Expr) -> bool:
+        if isinstance(node, E.Var):
+            return node in self.vmap
+        return any(self._mentioned(k) for k in E.children(node))
+
+    def _rewrite(self, node: E.Expr) -> E.Expr:
+        if isinstance(node, E.Var):
+            return self.vmap[node]
+        return E.with_children(node, tuple(self.memo[id(k)][1] if self._mentioned(k) else k
+                                           for k in E.children(node)))
+
+    def _known(self, e: E.Expr) -> bool:
         hit = self.mentions.get(id(e))
-        if hit is not None and hit[0] is e:
-            return hit[1]
-        if isinstance(e, E.Var):
-            out = e in self.vmap
-        else:
-            out = False
-            for k in E.children(e):
-                out = self._mentions(k) or out  # visit every child: fill the memo
-        self.mentions[id(e)] = (e, out)
-        return out
+        return hit is not None and hit[0] is e
+
+    def _mentioned(self, e: E.Expr) -> bool:
+        return self.mentions[id(e)][1]
+
+    def _unchanged_or_done(self, e: E.Expr) -> bool:
+        hit = self.memo.get(id(e))
+        return not self._mentioned(e) or (hit is not None and hit[0] is e)
 
 
 def _substitute_stmt(s: ir.Stmt, vmap: dict, mentions: dict | None = None) -> ir.Stmt:

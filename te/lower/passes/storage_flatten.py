@@ -75,7 +75,7 @@ class _Flatten(Mutator):
         shape = tuple(r.extent for r in s.bounds)
         buf = make_buffer(self.names, s.tensor, shape, s.scope, s.align)
         self.buffers[s.tensor] = (buf, tuple(r.min for r in s.bounds))
-        body = self.visit_stmt(s.body)
+        body = yield s.body  # a generator frame: root stages nest (see Mutator.visit_stmt)
         size = self.ana.simplify(buf.strides[0] * shape[0]) if shape else E.const(1)
         return ir.Allocate(buf, size, body)
 

@@ -40,6 +40,21 @@ class _VecExpr(Mutator):
     def __init__(self, var: Var, lanes: int, lo: E.Expr):
         self.var, self.n = var, lanes
         self.ramp = Ramp(dt.with_lanes(var.dtype, lanes), lo, E.const(1, var.dtype), lanes)
+        self.memo: dict = {}  # id(node) -> (node, its vector form)
+
+    def visit_expr(self, e: E.Expr) -> E.Expr:
+        """Subtrees first, deepest first, so that each node's rule finds its operands in
+        the memo: a user's expression nests deeper than Python recurses."""
+        hit = self.memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        for node in E.post_order(e, self._done):
+            self.memo[id(node)] = (node, super().visit_expr(node))
+        return self.memo[id(e)][1]
+
+    def _done(self, e: E.Expr) -> bool:
+        hit = self.memo.get(id(e))
+        return hit is not None and hit[0] is e
 
     def visit_Var(self, v: Var) -> E.Expr:
         return self.ramp if v is self.var else v

@@ -1,0 +1,124 @@
+"""Deep IR: a chain of thousands of stages (at root, or inlined into one expression) and an
+expression thousands of nodes deep in one lambda lower, print, build and match numpy with
+Python's default recursion limit (the walks keep their own stacks), in seconds (no walk is
+quadratic in the chain's length).
+
+Imports te, numpy, pytest and sys.
+"""
+import sys
+
+import numpy as np
+import pytest
+
+import te
+
+DEPTH = 2000
+
+
+def _chain(n_stages: int, length: int):
+    """C0 = A + 1, C_k = C_{k-1} * 1.0001: every stage a compute of its own."""
+    A = te.placeholder((length,), name="A")
+    stages = [te.compute((length,), lambda i: A[i] + 1.0, name="C0")]
+    for k in range(1, n_stages):
+        stages.append(_scaled(stages[-1], f"C{k}"))
+    return A, stages
+
+
+def _scaled(prev, name: str):
+    return te.compute(prev.shape, lambda i: prev[i] * 1.0001, name=name)
+
+
+def _chain_ref(a: np.ndarray, n_stages: int) -> np.ndarray:
+    out = a + np.float32(1.0)
+    for _ in range(n_stages - 1):
+        out = out * np.float32(1.0001)
+    return out
+
+
+def _run(s, A, C, length: int) -> tuple:
+    """(input, output, printed lowered function) of one build."""
+    a = np.random.default_rng(0).uniform(0.5, 1.5, length).astype("float32")
+    c = np.full(length, np.nan, "float32")
+    mod = te.build(s, [A, C])
+    mod(a, c)
+    return a, c, str(mod.lowered)
+
+
+@pytest.fixture(autouse=True)
+def default_recursion_limit():
+    """The walks must not lean on a raised limit (a deep recursion in C would crash)."""
+    assert sys.getrecursionlimit() <= 1000 + 100
+    yield
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["root", "inlined"])
+def test_a_2000_stage_chain_lowers_builds_and_matches_numpy(inline):
+    length = 7 if not inline else 37
+    A, stages = _chain(DEPTH, length)
+    C = stages[-1]
+    s = te.create_schedule(C.op)
+    if inline:
+        for st in stages[:-1]:
+            s[st].compute_inline()
+    a, c, text = _run(s, A, C, length)
+    assert ("allocate C1998" in text) != inline
+    np.testing.assert_allclose(c, _chain_ref(a, DEPTH), rtol=1e-5)
+
+
+def _deep(A):
+    def fcompute(i):
+        x = A[i]
+        for _ in range(DEPTH):
+            x = x * 1.001 + 1.0
+        return x
+    return fcompute
+
+
+def _deep_ref(a: np.ndarray) -> np.ndarray:
+    x = a.astype("float64")
+    for _ in range(DEPTH):
+        x = x * 1.001 + 1.0
+    return x
+
+
+@pytest.mark.parametrize("vectorize", [False, True], ids=["serial", "vectorized"])
+def test_an_expression_4000_nodes_deep_lowers_builds_and_matches_numpy(vectorize):
+    A = te.placeholder((37,), name="A")
+    C = te.compute((37,), _deep(A), name="C")
+    s = te.create_schedule(C.op)
+    if vectorize:
+        _, inner = s[C].split(C.op.axis[0], 8)
+        s[C].vectorize(inner)
+    a, c, text = _run(s, A, C, 37)
+    assert text.count("*broadcast(1.001f, 8))" if vectorize else "*1.001f)") == DEPTH
+    # float32 steps (fused multiply-adds or not) against float64: 2000 roundings
+    np.testing.assert_allclose(c, _deep_ref(a), rtol=1e-4)
+
+
+def _deep_schedule(length: int = 64):
+    A = te.placeholder((length,), name="A")
+    C = te.compute((length,), _deep(A), name="C")
+    return te.create_schedule(C.op), A, C
+
+
+def test_the_interpreter_says_a_deep_expression_is_too_deep():
+    """Its closures call their operands' closures (one Python frame per level): inherent."""
+    from te.lower.interp import InterpError, run_func
+    s, A, C = _deep_schedule(5)
+    a, c = np.ones(5, "float32"), np.zeros(5, "float32")
+    with pytest.raises(InterpError, match="interp: the program nests too deep to interpret "
+                       r"\(an expression or a chain of nested statements deeper than "
+                       r"Python's recursion limit\); compute part of the expression in a "
+                       r"stage of its own \(te.compute\)"):
+        run_func(te.lower(s, [A, C]), [a, c])
+
+
+def test_the_cuda_code_generator_says_a_deep_expression_is_too_deep():
+    """The CUDA C printer still recurses per level: te.build says so, not RecursionError."""
+    s, A, C = _deep_schedule()
+    bx, tx = s[C].split(C.op.axis[0], 32)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    with pytest.raises(te.BuildError, match="te.build: the program nests too deep to compile "
+                       "for target 'cuda'"):
+        te.build(s, [A, C], target="cuda")
