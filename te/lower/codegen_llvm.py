@@ -369,25 +369,31 @@ class FuncGen(BlockValues):
                   metadata)
 
     def loop(self, var: E.Var, lo, extent, body, metadata=None) -> None:
-        """for (var = lo; var < lo + extent; ++var) body(), counting in var's dtype."""
+        """for (var = lo; var < lo + extent; ++var) body(), counting in var's dtype.
+
+        Emitted rotated: a guard (none when the bounds are constants that enter the loop),
+        then a body that tests at its end, the form LLVM's loop passes work on. Left to
+        LLVM's LoopRotate, a function of thousands of loops (a chain of stages at root)
+        took time quadratic in their number."""
         signed = not dt.is_uint(var.dtype)
+        cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
         end = self.int_op("add", lo, extent)
         pre = self.b.block
-        header = self.fn.append_basic_block(f"for_{var.name}")
         inner = self.fn.append_basic_block(f"for_{var.name}_body")
         exit_ = self.fn.append_basic_block(f"for_{var.name}_end")
-        self.b.branch(header)
-        self.b.position_at_end(header)
+        first, last = _const_int(lo), _const_int(end)
+        if first is not None and last is not None and 0 <= first < last:  # signed or not
+            self.b.branch(inner)
+        else:
+            self.b.cbranch(cmp("<", lo, end), inner, exit_)
+        self.b.position_at_end(inner)
         i = self.b.phi(lo.type, name=var.name)
         i.add_incoming(lo, pre)
-        cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
-        self.b.cbranch(cmp("<", i, end), inner, exit_)
-        self.b.position_at_end(inner)
         self.env[var] = i
         body()
         step = self.b.add(i, ir.Constant(i.type, 1), flags=["nsw"] if signed else ["nuw"])
         i.add_incoming(step, self.b.block)
-        back = self.b.branch(header)
+        back = self.b.cbranch(cmp("<", step, end), inner, exit_)
         if metadata is not None:
             back.set_metadata("llvm.loop", metadata)
         self.b.position_at_end(exit_)
@@ -800,6 +806,11 @@ def _step(index: E.Expr, var: E.Var, ana: Analyzer):
 def _is_dense_ramp(index: E.Expr) -> bool:
     return (isinstance(index, E.Ramp) and isinstance(index.stride, E.Const)
             and int(index.stride.value) == 1)
+
+
+def _const_int(v):
+    """The Python int of an integer ir.Constant, else None."""
+    return v.constant if isinstance(v, ir.Constant) and type(v.constant) is int else None
 
 
 def _is_safe(e: E.Expr) -> bool:
