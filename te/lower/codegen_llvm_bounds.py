@@ -16,7 +16,7 @@ from llvmlite import ir
 from .. import dtype as dt
 from ..compute import expr as E
 from . import ir as tir
-from .visitor import stmt_children
+from .visitor import pre_order_exprs
 
 BOUNDS_STATUS = -1
 RECORD_FIELDS = 3
@@ -34,13 +34,7 @@ def checked_buffers(s: tir.Stmt) -> tuple:
         if isinstance(e, tir.CheckedIndex):
             names.setdefault(e.buffer.name, None)
 
-    def visit(node: tir.Stmt) -> None:
-        exprs, stmts = stmt_children(node)
-        for x in exprs:
-            E.pre_order(x, visit_expr)
-        for x in stmts:
-            visit(x)
-    visit(s)
+    pre_order_exprs(s, visit_expr)  # an explicit stack: allocations nest one per stage
     return tuple(names)
 
 
