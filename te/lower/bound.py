@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 from ..compute import expr as E
 from ..compute.expr import Const, TensorLoad
-from ..compute.tensor import ComputeOp, Range
+from ..compute.tensor import REDUCE, ComputeOp, Range
 from ..errors import LoweringError
-from ..schedule.schedule import INLINE, ROOT, SCOPE, FuseRel, SplitRel, Stage
+from ..schedule.schedule import (INLINE, ROOT, SCOPE, FuseRel, SplitRel, Stage, fused_extent,
+                                 loop_dtype, split_extents)
 from .arith import Analyzer, interval
 
 
@@ -38,20 +39,34 @@ def enclosing_loops(st: Stage) -> list:
 def pass_down(st: Stage, root: dict, ana: Analyzer) -> dict:
     """Leaf loop extents from root ranges, following the stage's split/fuse relations."""
     ext = {iv: r.extent for iv, r in root.items()}
+    who = f"stage '{st.name}'"
     for rel in st.relations:
         if isinstance(rel, SplitRel):
-            p = ext[rel.parent]
-            if rel.factor is not None:
-                ext[rel.inner] = rel.factor
-                ext[rel.outer] = ana.simplify(E.binary("floordiv", p + (rel.factor - 1),
-                                                       rel.factor))
-            else:
-                ext[rel.outer] = rel.nparts
-                ext[rel.inner] = ana.simplify(E.binary("floordiv", p + (rel.nparts - 1),
-                                                       rel.nparts))
+            by = rel.factor if rel.factor is not None else rel.nparts
+            outer, inner = split_extents(ext[rel.parent], int(by.value),
+                                         rel.factor is not None, who)
+            ext[rel.outer] = _in_loop_dtype(st, rel.outer, ana.simplify(outer))
+            ext[rel.inner] = _in_loop_dtype(st, rel.inner, ana.simplify(inner))
         elif isinstance(rel, FuseRel):
-            ext[rel.fused] = ana.simplify(ext[rel.outer] * ext[rel.inner])
+            fused = fused_extent(ext[rel.outer], ext[rel.inner], who,
+                                 rel.fused.iter_type == REDUCE)
+            ext[rel.fused] = _in_loop_dtype(st, rel.fused, ana.simplify(fused))
     return ext
+
+
+def _in_loop_dtype(st: Stage, iv, extent: E.Expr) -> E.Expr:
+    """The extent in the dtype of iv's loop variable (chosen by the schedule for the whole
+    domain; an attached stage's region is usually smaller, but may not be)."""
+    dtype = iv.var.dtype
+    if extent.dtype == dtype:
+        return extent
+    if not isinstance(extent, Const):
+        return E.cast(extent, dtype)
+    if loop_dtype(dtype, int(extent.value)) != dtype:
+        raise LoweringError(f"stage '{st.name}': loop '{iv.var.name}' would run "
+                            f"{int(extent.value)} iterations, more than its {dtype} loop "
+                            f"variable counts")
+    return E.const(int(extent.value), dtype)
 
 
 def leaf_to_root(st: Stage, bounds: StageBounds) -> dict:
@@ -71,8 +86,14 @@ def leaf_to_root(st: Stage, bounds: StageBounds) -> dict:
 def root_values(st: Stage, bounds: StageBounds) -> dict:
     """Root var -> its value (range.min + offset) in terms of the leaf loop vars."""
     offs = leaf_to_root(st, bounds)
-    return {iv: (offs[iv] if _is_zero(r.min) else r.min + offs[iv])
-            for iv, r in bounds.root.items()}
+    return {iv: root_value(iv, r, offs[iv]) for iv, r in bounds.root.items()}
+
+
+def root_value(iv, r: Range, offset: E.Expr) -> E.Expr:
+    """range.min + offset in the root var's dtype: the offset is int64 where split or fused
+    loops count past int32, but a value that passes its guard fits the root's dtype."""
+    value = offset if _is_zero(r.min) else r.min + offset
+    return value if value.dtype == iv.var.dtype else E.cast(value, iv.var.dtype)
 
 
 def _is_zero(e) -> bool:

@@ -16,7 +16,7 @@ from ..errors import LoweringError
 from ..schedule.schedule import INLINE, ROOT, SCOPE, Schedule, SplitRel, Stage
 from . import ir
 from .arith import Analyzer, interval
-from .bound import enclosing_loops, infer_bounds, leaf_to_root
+from .bound import enclosing_loops, infer_bounds, leaf_to_root, root_value
 from .compute_with import check_extents, check_same_iteration, fusions, inner_part
 from .index_width import exact_indices
 from .prefetch import prefetch_stmt
@@ -134,8 +134,7 @@ class LoopBuilder:
             ext = self.bounds[stage].extent[iv]
             ana.bind(iv.var, 0, int(ext.value) - 1 if isinstance(ext, Const) else None)
         offs = leaf_to_root(st, b)
-        values = {iv: ana.simplify(offs[iv] if _zero(b.root[iv].min) else b.root[iv].min
-                                   + offs[iv]) for iv in b.root}
+        values = {iv: ana.simplify(root_value(iv, b.root[iv], offs[iv])) for iv in b.root}
         vmap = {iv.var: v for iv, v in values.items()}
         leaf_ranges = {iv.var: (E.const(0, b.extent[iv].dtype), b.extent[iv] - 1)
                        for iv in st.leaf_iter_vars}
@@ -278,10 +277,6 @@ def _check_pipeline(st: Stage, iv, interleave: tuple) -> None:
         raise LoweringError(f"{who}: interleave loop '{interleave[1].var.name}' of stage "
                             f"'{interleave[0].name}' was split or fused afterwards; "
                             f"interleave with a current loop")
-
-
-def _zero(e) -> bool:
-    return isinstance(e, Const) and e.value == 0
 
 
 def _conjuncts(cond: E.Expr) -> list:

@@ -165,7 +165,7 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0):
     first = op.body[0]
     vmap, cond = {}, first.condition
     for r in op.reduce_axis:
-        vmap[r.var] = E.binary("add", r.dom.min, vals[r])
+        vmap[r.var] = E.cast(E.binary("add", r.dom.min, vals[r]), r.var.dtype)  # int64 loops
     # the bounds first: the update nests the conjuncts in order (build_loops), so a `where`
     # that reads a tensor is evaluated only inside the axes' extents
     for bound in reversed(_split_bounds(st, vals)):

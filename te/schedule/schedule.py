@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import dtype as dt
 from ..compute import expr as E
 from ..compute.expr import Const, Var
 from ..compute.tensor import (DATA_PAR, REDUCE, THREAD, ComputeOp, IterVar, Operation,
@@ -48,6 +49,61 @@ ROOT, INLINE, SCOPE = "root", "inline", "scope"
 
 def _ceil_div(a: E.Expr, b: E.Expr) -> E.Expr:
     return E.binary("floordiv", E.binary("add", a, E.binary("sub", b, 1)), b)
+
+
+def _int_max(dtype: str) -> int:
+    bits = dt.bits(dtype)
+    return 2 ** bits - 1 if dt.is_uint(dtype) else 2 ** (bits - 1) - 1
+
+
+def loop_dtype(dtype: str, iterations: int) -> str | None:
+    """`dtype` if a loop of that many iterations counts in it, else int64 (int32 would
+    wrap past 2**31 - 1: a split padded beyond it, or fused axes whose product is), or
+    None if int64 cannot count them either."""
+    for candidate in (dtype, "int64"):
+        if iterations - 1 <= _int_max(candidate):
+            return candidate
+    return None
+
+
+# The call-time checker keeps sizes below 2**31 - 2**20 (runtime.checker.INDEX_LIMIT), so
+# a symbolic extent split by up to this much pads to fewer than 2**31 iterations.
+_SYMBOLIC_HEADROOM = 2**20
+
+
+def split_extents(extent: E.Expr, by: int, by_factor: bool, who: str) -> tuple:
+    """(outer, inner) extents of a split of a loop of `extent` by factor or nparts `by`.
+    A constant extent is split exactly (extent + by - 1 may not fit its dtype), in the
+    loop_dtype of the padded iteration count; a symbolic one in int64 if `by` is beyond
+    the headroom that its sizes leave below 2**31."""
+    if not isinstance(extent, Const):
+        wide = dt.bits(extent.dtype) < 64 and by > _SYMBOLIC_HEADROOM
+        cval = E.const(by, "int64" if wide else extent.dtype)
+        return (_ceil_div(extent, cval), cval) if by_factor else (cval, _ceil_div(extent, cval))
+    parts = -(-int(extent.value) // by)
+    outer, inner = (parts, by) if by_factor else (by, parts)
+    dtype = loop_dtype(extent.dtype, outer * inner)
+    if dtype is None:
+        raise ScheduleError(f"{who}: {outer} x {inner} iterations (a loop of extent "
+                            f"{int(extent.value)} split by {by}) do not fit an int64 loop "
+                            f"variable")
+    return E.const(outer, dtype), E.const(inner, dtype)
+
+
+def fused_extent(outer: E.Expr, inner: E.Expr, who: str, reduce: bool = False) -> E.Expr:
+    """The extent of two fused loops: for constants the exact product, in its loop_dtype.
+    A symbolic product of data-parallel loops stays in their dtype (it is at most the size
+    of the stage, which the sizes' limit keeps below 2**31); of reduction loops, int64."""
+    if not (isinstance(outer, Const) and isinstance(inner, Const)):
+        if reduce and dt.bits(dt.promote(outer.dtype, inner.dtype)) < 64:
+            outer = E.cast(outer, "int64")
+        return E.binary("mul", outer, inner)
+    n = int(outer.value) * int(inner.value)
+    dtype = loop_dtype(dt.promote(outer.dtype, inner.dtype), n)
+    if dtype is None:
+        raise ScheduleError(f"{who}: {int(outer.value)} x {int(inner.value)} iterations do "
+                            f"not fit an int64 loop variable")
+    return E.const(n, dtype)
 
 
 class Stage:
@@ -129,12 +185,9 @@ class Stage:
         if val <= 0:
             raise ScheduleError(f"split on stage '{self.name}': {pname} must be a positive "
                                 f"int, got {val}")
-        ext = parent.dom.extent
-        cval = E.const(val, ext.dtype)
-        if factor is not None:
-            outer_ext, inner_ext = _ceil_div(ext, cval), cval
-        else:
-            outer_ext, inner_ext = cval, _ceil_div(ext, cval)
+        outer_ext, inner_ext = split_extents(parent.dom.extent, val, factor is not None,
+                                             f"split on stage '{self.name}'")
+        cval = inner_ext if factor is not None else outer_ext
         outer = self._new_iv(parent.var.name + ".outer", outer_ext, parent.iter_type)
         inner = self._new_iv(parent.var.name + ".inner", inner_ext, parent.iter_type)
         self._record(S.Split(self._ref(), self._axis_ref(parent), factor, nparts))
@@ -174,7 +227,8 @@ class Stage:
         return fused
 
     def _fuse2(self, outer: IterVar, inner: IterVar) -> IterVar:
-        ext = E.binary("mul", outer.dom.extent, inner.dom.extent)
+        ext = fused_extent(outer.dom.extent, inner.dom.extent, f"fuse on stage '{self.name}'",
+                           outer.iter_type == REDUCE)
         fused = self._new_iv(f"{outer.var.name}.{inner.var.name}.fused", ext, outer.iter_type)
         self.relations.append(FuseRel(outer, inner, fused))
         pos = self.leaf_iter_vars.index(outer)
