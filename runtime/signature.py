@@ -15,7 +15,7 @@ from typing import Any, Union
 SIGNATURE_VERSION = 1
 # Status of a failed bounds check; the kernel then wrote its error record: RECORD_FIELDS
 # int64s, (2k for a load from checked buffer k or 2k + 1 for a store to it, the index, the
-# buffer's extent). te's code generator (codegen_llvm_bounds.py) uses the same numbers.
+# buffer's extent). te's code generator (te/codegen/llvm/bounds.py) uses the same numbers.
 BOUNDS_STATUS = -1
 RECORD_FIELDS = 3
 

@@ -17,11 +17,11 @@ import runtime
 # The same headroom as the runtime's call-time check (loops split past the end).
 from runtime.checker import INDEX_LIMIT
 
+from .codegen.llvm.codegen import ModuleGen
 from .compute.expr import Const, Var
 from .errors import TOO_DEEP, BuildError
 from .lower import ir
-from .lower.codegen_llvm import ModuleGen
-from .lower.device_sync import stored_buffers
+from .lower.passes.device_sync import stored_buffers
 from .lower.pipeline import lower
 from .lower.visitor import walk_stmts
 from .schedule.schedule import Schedule

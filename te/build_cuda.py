@@ -12,10 +12,11 @@ from __future__ import annotations
 import runtime
 from runtime import cuda as rt_cuda
 
+from .codegen.cuda.codegen import generate_cuda
 from .errors import BuildError
 from .lower import ir
-from .lower.codegen_cuda import generate_cuda
-from .lower.device_split import BLOCK_TAGS, GRID_TAGS, evaluate_on_host, split_host_device
+from .lower.passes.device_split import (BLOCK_TAGS, GRID_TAGS, evaluate_on_host,
+                                        split_host_device)
 
 
 def build_cuda(func: ir.PrimFunc, signature: runtime.KernelSignature,

@@ -15,7 +15,7 @@ import te
 from helpers import rand_array, shape_of
 from runtime import signature, threadpool
 from te.compute import ops
-from te.lower import codegen_llvm_bounds
+from te.codegen.llvm import bounds as codegen_llvm_bounds
 from te.lower import ir
 from te.lower.interp import OutOfBoundsError, run_func
 from te.lower.passes.bound_checkers import instrument_bound_checkers

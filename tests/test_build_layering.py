@@ -1,8 +1,8 @@
 """DESIGN.md's layering, enforced by parsing the imports of every module (ast, no import).
 
 runtime imports nothing from te or graph; te never imports graph; inside te,
-compute <- schedule <- lower <- autotune (and te.build sits above lower); te.errors and
-te.dtype are the base. Function-local imports count too. Optional heavy dependencies
+compute <- schedule <- lower <- codegen <- build <- autotune (te.build and te.build_cuda are
+the build layer); te.errors and te.dtype are the base. Function-local imports count too. Optional heavy dependencies
 (pycuda, onnx, onnxruntime) are imported only inside functions. (Named test_build_layering
 because tests/runtime/test_layering.py already takes the module name test_layering.)
 """
@@ -17,17 +17,18 @@ MODULES = sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
                  if "__pycache__" not in p.parts)
 
 # (package prefix of the importing module, forbidden module prefixes)
+# The layers of te from the bottom; each may import only the ones before it (te.build_cuda
+# is te.build's half for target 'cuda').
+LAYERS = (("te.errors", "te.dtype"), ("te.compute",), ("te.schedule",), ("te.lower",),
+          ("te.codegen",), ("te.build", "te.build_cuda"), ("te.autotune",))
 RULES = (
     ("runtime", ("te", "graph")),
     ("te", ("graph",)),
-    ("te.errors", ("te.compute", "te.schedule", "te.lower", "te.autotune", "te.build")),
-    ("te.dtype", ("te.compute", "te.schedule", "te.lower", "te.autotune", "te.build")),
-    ("te.compute", ("te.schedule", "te.lower", "te.autotune", "te.build")),
-    ("te.schedule", ("te.lower", "te.autotune", "te.build")),
-    ("te.lower", ("te.autotune", "te.build")),
-)
+) + tuple((owner, tuple(m for upper in LAYERS[k + 1:] for m in upper))
+          for k, layer in enumerate(LAYERS) for owner in layer)
 # Below the top level, `import te` reaches every layer through attributes (te.lower...).
-NO_TOP_PACKAGE = ("te.errors", "te.dtype", "te.compute", "te.schedule", "te.lower")
+NO_TOP_PACKAGE = ("te.errors", "te.dtype", "te.compute", "te.schedule", "te.lower",
+                  "te.codegen")
 OPTIONAL_HEAVY = ("pycuda", "onnx", "onnxruntime")
 
 
@@ -78,7 +79,8 @@ def _under(name: str, prefix: str) -> bool:
 def test_modules_found():
     names = {module_name(p) for p in MODULES}
     for expected in ("runtime", "te", "te.compute.expr", "te.schedule.schedule",
-                     "te.lower.pipeline", "te.build"):
+                     "te.lower.pipeline", "te.codegen.llvm.codegen", "te.codegen.cuda.codegen",
+                     "te.build", "te.build_cuda"):
         assert expected in names
 
 
@@ -106,6 +108,9 @@ def test_checker_catches_violations(tmp_path):
         "te/compute/bad.py": "from ..lower import ir\ndef f():\n    from .. import build\n",
         "te/schedule/bad.py": "import te\nfrom te.autotune import space\n",
         "te/lower/ok.py": "from ..schedule import schedule\nfrom .. import dtype\n",
+        "te/lower/up.py": "def f():\n    from ..codegen.llvm import codegen\n",
+        "te/codegen/llvm/ok.py": "from ...lower import ir\nfrom ... import dtype\n",
+        "te/codegen/cuda/up.py": "from ... import build_cuda\n",
         "runtime/bad.py": "from te import build\n",
     }
     for rel, text in files.items():
@@ -118,6 +123,10 @@ def test_checker_catches_violations(tmp_path):
     assert "te/schedule/bad.py:1 imports the top-level package te" in found["te/schedule/bad.py"]
     assert "te/schedule/bad.py:2 imports te.autotune" in found["te/schedule/bad.py"]
     assert found["te/lower/ok.py"] == []
+    assert found["te/lower/up.py"] == ["te/lower/up.py:2 imports te.codegen.llvm",
+                                       "te/lower/up.py:2 imports te.codegen.llvm.codegen"]
+    assert found["te/codegen/llvm/ok.py"] == []
+    assert found["te/codegen/cuda/up.py"] == ["te/codegen/cuda/up.py:1 imports te.build_cuda"]
     assert "runtime/bad.py:1 imports te" in found["runtime/bad.py"]
 
 

@@ -9,10 +9,10 @@ auto_space, measure, records and workload.
 from __future__ import annotations
 
 from ..build import signature_of, target_features
+from ..codegen.llvm.codegen import codegen_llvm
 from ..compute import expr as E
 from ..compute.tensor import ComputeOp, PlaceholderOp
 from ..errors import ArgumentError, ScheduleError
-from ..lower.codegen_llvm import codegen_llvm
 from ..lower.pipeline import lower
 from ..schedule.schedule import create_schedule, topo_order
 from . import records as R

@@ -1,1 +1,1 @@
-"""Lower layer: schedule -> loop IR -> passes -> code generation."""
+"""Lower layer: schedule -> loop IR -> passes (code generation is te.codegen, above it)."""

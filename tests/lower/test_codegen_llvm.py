@@ -1,6 +1,6 @@
 """LLVM codegen: hand-built flat PrimFuncs compiled with MCJIT and checked against numpy.
 
-Takes te.lower.ir nodes and te.lower.codegen_llvm; compiles with llvmlite.binding directly
+Takes te.lower.ir nodes and te.codegen.llvm.codegen; compiles with llvmlite.binding directly
 (the runtime package is not needed) and calls through ctypes. Other test_codegen_llvm_*
 files import the helpers at the top of this one.
 """
@@ -15,7 +15,7 @@ from llvmlite import binding as llvm
 from te.compute import expr as E
 from te.errors import BuildError
 from te.lower import ir
-from te.lower.codegen_llvm import codegen_llvm
+from te.codegen.llvm.codegen import codegen_llvm
 
 _CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
            "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16,

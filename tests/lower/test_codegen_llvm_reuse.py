@@ -10,7 +10,7 @@ import pytest
 
 from te.compute import expr as E
 from te.lower import ir
-from te.lower.codegen_llvm import codegen_llvm
+from te.codegen.llvm.codegen import codegen_llvm
 
 from test_codegen_llvm import binop, buffer, compile_func, i32
 

@@ -12,7 +12,7 @@ import pytest
 
 from te.compute import expr as E
 from te.lower import ir
-from te.lower.codegen_llvm import codegen_llvm
+from te.codegen.llvm.codegen import codegen_llvm
 
 from test_codegen_llvm import (RNG, assembly, binop, buffer, compile_func, i32,
                                random_array)

@@ -10,7 +10,7 @@ import pytest
 from test_codegen_cuda import bind, run_emulated
 
 import te
-from te.lower.codegen_llvm import codegen_llvm
+from te.codegen.llvm.codegen import codegen_llvm
 from te.lower.interp import run_func
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]

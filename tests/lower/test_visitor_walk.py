@@ -12,7 +12,7 @@ from te.build import _check_no_thread_binding
 from te.compute import expr as E
 from te.errors import BuildError
 from te.lower import ir
-from te.lower.device_sync import filled_name, loaded_buffers, stage_name, stored_buffers
+from te.lower.passes.device_sync import filled_name, loaded_buffers, stage_name, stored_buffers
 from te.lower.passes.loop_partition import _guards_and_ranges
 from te.lower.visitor import pre_order_exprs, walk_stmts
 

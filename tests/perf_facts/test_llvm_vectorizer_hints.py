@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 import te
-from te.lower.codegen_llvm import codegen_llvm
+from te.codegen.llvm.codegen import codegen_llvm
 from helpers import check_schedule
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))

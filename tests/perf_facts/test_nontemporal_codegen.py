@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import te
-from te.lower.codegen_llvm import codegen_llvm
+from te.codegen.llvm.codegen import codegen_llvm
 from te.lower.interp import run_func
 from helpers import check_schedule, rand_array
 

@@ -13,7 +13,7 @@ import pytest
 import runtime
 import te
 from runtime import threadpool
-from te.lower import codegen_llvm_parallel
+from te.codegen.llvm import parallel as codegen_llvm_parallel
 
 needs_libgomp = pytest.mark.skipif(not threadpool.parallel_available(),
                                    reason="libgomp is not installed")

@@ -11,8 +11,8 @@ the same bits on one target):
   (2.19 ulp at most; 2.3 on samples where the CPU has no FMA).
 
 Takes the FuncGen of codegen_llvm (duck-typed: .b, .mod, .float_const, .ll_type) and an
-LLVM float32 vector; gives one. Imports llvmlite, te.dtype and codegen_llvm_math (its
-intrinsic calls; codegen_llvm_math imports this module only when it emits an exp).
+LLVM float32 vector; gives one. Imports llvmlite, te.dtype and intrinsics.py (its
+intrinsic calls; intrinsics.py imports this module only when it emits an exp).
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import struct
 
 from llvmlite import ir
 
-from .. import dtype as dt
-from .codegen_llvm_math import intrinsic
+from ... import dtype as dt
+from .intrinsics import intrinsic
 
 I32 = ir.IntType(32)
 F32 = ir.FloatType()

@@ -1,19 +1,19 @@
 """Math for codegen_llvm: intrinsic calls, libm calls and the memory hints (prefetch,
-non-temporal stores and their fence); the vector float32 exp is in codegen_llvm_exp.py.
+non-temporal stores and their fence); the vector float32 exp is in exp.py.
 
 Takes the FuncGen of codegen_llvm (duck-typed, never imported here, so no cycle: it gives
 .b, .mod, .ll_type, .expr, .expr_Const, .float_const, .vector_of and .address) and
 te.compute.expr Call nodes or the Load of an ir.Prefetch; gives LLVM values. Imports
-llvmlite, te.dtype, te.errors and te.compute.expr, and codegen_llvm_exp when it emits an exp
+llvmlite, te.dtype, te.errors and te.compute.expr, and exp.py when it emits an exp
 (at the call: that module builds on this one's intrinsic()).
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from .. import dtype as dt
-from ..compute import expr as E
-from ..errors import BuildError
+from ... import dtype as dt
+from ...compute import expr as E
+from ...errors import BuildError
 
 I32 = ir.IntType(32)
 # `contract` lets LLVM fuse a multiply and an add into an FMA, as C compilers do by default.
@@ -63,8 +63,8 @@ def emit_call(gen, e: E.Call) -> ir.Value:
 
 
 def _vector_exp(gen, x, dtype: str) -> ir.Value:
-    """codegen_llvm_exp.vector_exp_f32, imported here: that module builds on intrinsic()."""
-    from .codegen_llvm_exp import vector_exp_f32
+    """exp.vector_exp_f32, imported here: that module builds on intrinsic()."""
+    from .exp import vector_exp_f32
     return vector_exp_f32(gen, x, dtype)
 
 

@@ -1,7 +1,7 @@
 """What the threads of a kernel share, and the checks that keep them from racing.
 
 Takes one kernel's statement (device_split.py) and gives: which statements fill shared
-memory (barriers go around them, codegen_cuda.py), and refusals where the CUDA code would
+memory (barriers go around them, te/codegen/cuda/codegen.py), and refusals where the CUDA code would
 differ from the loop IR's meaning: a barrier not every thread of a block reaches; a buffer
 updated in place (a reduction) by threads that do not split its elements among them;
 shared or per-thread memory over CUDA's limits. Imports ir, visitor, printer, te.compute.
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compute import expr as E
-from ..errors import BuildError
-from . import ir
-from .printer import print_expr
-from .visitor import pre_order_exprs, stmt_children, walk_stmts
+from ...compute import expr as E
+from ...errors import BuildError
+from .. import ir
+from ..printer import print_expr
+from ..visitor import pre_order_exprs, stmt_children, walk_stmts
 
 BLOCK_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 MAX_SHARED_BYTES = 48 * 1024         # static __shared__ per block

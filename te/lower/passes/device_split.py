@@ -15,15 +15,15 @@ from dataclasses import dataclass
 
 from runtime.cuda import MAX_BLOCK, MAX_GRID, MAX_THREADS_PER_BLOCK
 
-from .. import dtype as dt
-from ..compute import expr as E
-from ..errors import BuildError
-from . import ir
+from ... import dtype as dt
+from ...compute import expr as E
+from ...errors import BuildError
+from .. import ir
+from ..printer import print_expr
+from ..visitor import stmt_children, walk_stmts
 from .device_sync import (BLOCK_TAGS, allocated_buffers, check_barriers, check_in_place_updates,
                           check_memory_limits, filled_name, fills_shared_only, loaded_buffers,
                           stage_name, stored_buffers, updated_buffers)
-from .printer import print_expr
-from .visitor import stmt_children, walk_stmts
 
 GRID_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 

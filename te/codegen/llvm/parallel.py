@@ -10,10 +10,10 @@ import dataclasses
 
 from llvmlite import ir
 
-from .. import dtype as dt
-from ..compute import expr as E
-from . import ir as tir
-from .visitor import stmt_children
+from ... import dtype as dt
+from ...compute import expr as E
+from ...lower import ir as tir
+from ...lower.visitor import stmt_children
 
 PTR = ir.PointerType()
 I32 = ir.IntType(32)

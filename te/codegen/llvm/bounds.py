@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .. import dtype as dt
-from ..compute import expr as E
-from . import ir as tir
-from .visitor import pre_order_exprs
+from ... import dtype as dt
+from ...compute import expr as E
+from ...lower import ir as tir
+from ...lower.visitor import pre_order_exprs
 
 BOUNDS_STATUS = -1
 RECORD_FIELDS = 3

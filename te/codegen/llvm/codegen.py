@@ -4,10 +4,11 @@ Takes a flattened ir.PrimFunc (Allocate/Store/Load over flat Buffers, Ramp/Broad
 and gives the text of `i32 @name(ptr %buf..., <scalars>..., [ptr %bound_error])`, which
 returns 0, or -2 - 2k when heap buffer k (ModuleGen.heap_buffers) could not be allocated and
 -3 - 2k when it exceeds the int32 index range, or -1 when a run-time bounds check failed (the
-error record is an argument only when there are checks: codegen_llvm_bounds.py). Parallel loops are outlined onto GOMP_parallel (codegen_llvm_parallel.py);
-intrinsics and libm calls live in codegen_llvm_math.py, the vector exp in codegen_llvm_exp.py,
-per-block value reuse in codegen_llvm_reuse.py. Imports llvmlite, te.dtype, te.errors,
-te.compute.expr, te.lower.ir, te.lower.arith and te.lower.visitor only.
+error record is an argument only when there are checks: bounds.py). Parallel loops are
+outlined onto GOMP_parallel (parallel.py); intrinsics and libm calls live in intrinsics.py,
+the vector exp in exp.py, per-block value reuse in reuse.py. Imports llvmlite, te.dtype,
+te.errors, te.compute.expr, te.lower.ir, te.lower.arith and te.lower.visitor only: code
+generation reads the lowering floor's IR and never runs a pass itself.
 """
 from __future__ import annotations
 
@@ -16,16 +17,16 @@ from types import GeneratorType
 from llvmlite import binding as llvm
 from llvmlite import ir
 
-from .. import dtype as dt
-from ..compute import expr as E
-from ..errors import BuildError
-from . import codegen_llvm_bounds as bounds
-from . import codegen_llvm_math as cgmath
-from . import codegen_llvm_parallel as par
-from . import ir as tir
-from .arith import Analyzer
-from .codegen_llvm_reuse import BlockValues
-from .visitor import run_frames, walk_stmts
+from ... import dtype as dt
+from ...compute import expr as E
+from ...errors import BuildError
+from ...lower import ir as tir
+from ...lower.arith import Analyzer
+from ...lower.visitor import run_frames, walk_stmts
+from . import bounds
+from . import intrinsics as cgmath
+from . import parallel as par
+from .reuse import BlockValues
 
 PTR = ir.PointerType()
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -707,7 +708,7 @@ class FuncGen(BlockValues):
             vec = self.b.insert_element(vec, v, I32(k))
         return vec
 
-    ll_type = staticmethod(ll_type)  # for codegen_llvm_math, which cannot import this module
+    ll_type = staticmethod(ll_type)  # for intrinsics.py, which cannot import this module
 
     def expr_Call(self, e: E.Call) -> ir.Value:
         value = cgmath.emit_call(self, e)

@@ -1,14 +1,14 @@
 """Loop IR -> CUDA C: one `extern "C" __global__` function per kernel of a DevicePlan.
 
-Takes a lowered PrimFunc and its DevicePlan (device_split.py); gives CudaSource: the source
-text and, per kernel, its name and parameter list (which argument buffer, temporary or size
-variable goes in each slot). A loop bound to a thread axis becomes `const int i =
+Takes a lowered PrimFunc and its DevicePlan (te/lower/passes/device_split.py); gives
+CudaSource: the source text and, per kernel, its name and parameter list (which argument
+buffer, temporary or size variable goes in each slot). A loop bound to a thread axis becomes `const int i =
 threadIdx.x;` (guarded by `if (threadIdx.x < extent)` where the loop is shorter than its
 axis's launch); vectorized and unrolled loops become `#pragma unroll` loops; per-thread
 buffers become local arrays, shared ones `__shared__` arrays with `__syncthreads()` before
 and after each statement that fills them. The source compiles with nvcc, and as plain C++
-after the prelude runtime/cuda_emulator.py supplies. Imports device_split.py, ir.py,
-te.compute.expr, te.dtype and runtime.cuda (C types).
+after the prelude runtime/cuda_emulator.py supplies. Imports te.lower (ir, the device
+split), te.compute.expr, te.dtype and runtime.cuda (C types).
 """
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ import numpy as np
 
 from runtime.cuda import C_TYPES
 
-from .. import dtype as dt
-from ..compute import expr as E
-from ..errors import BuildError
-from . import ir
-from .device_split import DevicePlan, KernelPart
-from .device_sync import loaded_buffers, shared_arrays, stored_buffers
+from ... import dtype as dt
+from ...compute import expr as E
+from ...errors import BuildError
+from ...lower import ir
+from ...lower.passes.device_split import DevicePlan, KernelPart
+from ...lower.passes.device_sync import loaded_buffers, shared_arrays, stored_buffers
 
 # Integer division and modulo with te's semantics for any integer type: floor (Python's,
 # te's floordiv/floormod) or truncating (C's `/` and `%`), and numpy's answers where C's

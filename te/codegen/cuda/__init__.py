@@ -1,0 +1,1 @@
+"""Loop IR and its host/device split (te/lower/passes/device_split.py) -> CUDA C."""
