@@ -23,7 +23,7 @@ class Tuner:
         self.history: list = []      # (config, cost seconds or inf)
 
     def has_next(self) -> bool:
-        return len(self.visited) < len(self.space)
+        return len(self.visited) < self.space.size
 
     def next_batch(self, n: int) -> list:
         raise NotImplementedError
@@ -35,7 +35,7 @@ class Tuner:
 
     def _random_unvisited(self, n: int, exclude: set) -> list:
         out, tries = [], 0
-        size = len(self.space)
+        size = self.space.size
         while len(out) < n and tries < 20 * n + 100 and len(self.visited) + len(exclude) < size:
             tries += 1
             idx = self.rng.randrange(size)
@@ -60,7 +60,7 @@ class GridTuner(Tuner):
 
     def next_batch(self, n: int) -> list:
         out = []
-        while len(out) < n and self.cursor < len(self.space):
+        while len(out) < n and self.cursor < self.space.size:
             if self.cursor not in self.visited:
                 out.append(self.space.get(self.cursor))
             self.cursor += 1

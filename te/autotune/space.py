@@ -203,6 +203,12 @@ class ConfigSpace(_ConfigBase):
         return _Chosen(knob, knob.options[0])
 
     def __len__(self) -> int:
+        return self.size
+
+    @property
+    def size(self) -> int:
+        """The number of configs, exact: len() cannot give one past sys.maxsize, which the
+        knobs of a few dozen stages (a long chain of fused operators) multiply beyond."""
         return math.prod(len(k.options) for k in self.knobs.values())
 
     def dims(self) -> list:
@@ -210,8 +216,8 @@ class ConfigSpace(_ConfigBase):
 
     def get(self, index: int) -> "ConfigEntity":
         """The config at mixed-radix `index` (first knob varies fastest)."""
-        if not 0 <= index < len(self):
-            raise ScheduleError(f"config space: index {index} out of range 0..{len(self) - 1}")
+        if not 0 <= index < self.size:
+            raise ScheduleError(f"config space: index {index} out of range 0..{self.size - 1}")
         values = {}
         for name, knob in self.knobs.items():
             index, k = divmod(index, len(knob.options))
@@ -238,7 +244,7 @@ class ConfigSpace(_ConfigBase):
 
     def __repr__(self):
         rows = [f"  {k}: {len(v.options)} options" for k, v in self.knobs.items()]
-        return f"ConfigSpace({len(self)} configs)\n" + "\n".join(rows)
+        return f"ConfigSpace({self.size} configs)\n" + "\n".join(rows)
 
 
 def _plain(value):

@@ -164,3 +164,24 @@ def test_featurizer_appends_each_knobs_option_index():
     full = featurizer(task)(cfg)
     assert full[:len(plain)] == list(plain)
     assert full[len(plain):] == [float(len(k.options) - 1) for k in task.space.knobs.values()]
+
+
+def test_a_space_larger_than_sys_maxsize_gives_its_default_and_random_batches():
+    """The knobs of a chain of 40 elementwise stages (as a fused group of a long model
+    graph can be) multiply past sys.maxsize, where len() cannot answer: the space's size,
+    its default config and the grid and random tuners' batches come from the exact size."""
+    import sys
+    from te.autotune.auto_space import auto_schedule
+    X = te.placeholder((33, 65), name="X")
+    out = X
+    for k in range(40):
+        out = ops.add(ops.multiply(out, X), X, name=f"C{k}")
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    s, args = auto_schedule(space.default(), out)
+    te.lower(s, args)
+    assert space.size > sys.maxsize
+    assert repr(space).startswith(f"ConfigSpace({space.size} configs)")
+    random_cfgs = search.RandomTuner(space, seed=1).next_batch(3)
+    grid_cfgs = search.GridTuner(space).next_batch(2)
+    assert len({c.index for c in random_cfgs}) == 3 and [c.index for c in grid_cfgs] == [0, 1]
