@@ -1,16 +1,18 @@
 """te.autotune: the public entry point, a callable that also carries the template API.
 
 Gives `autotune(outputs, trials=500, ...)` plus `autotune.template`, `.get_config`,
-`.apply_history_best`, `.auto_schedule`, `.load_best` and the option classes TuneOptions
-and MeasureOptions. Stays light at import time (no numpy-heavy, optuna or xgboost imports):
-`import te` must stay fast; the tuning loop is imported when a tuning run starts. Imports
-dispatch, measure, options, space, workload.
+`.apply_history_best`, `.auto_schedule`, `.load_best`, the option classes TuneOptions and
+MeasureOptions, and the micro-kernel for templates, `.define_matmul_like` /
+`.schedule_matmul_like`. Stays light at import time (no numpy-heavy, optuna or xgboost
+imports): `import te` must stay fast; the tuning loop is imported when a tuning run starts.
+Imports dispatch, measure, micro_kernel, options, space, workload.
 """
 from __future__ import annotations
 
 from ..errors import ArgumentError, TuningInterrupted, TuningLogError
 from . import dispatch
 from .measure import MeasureOptions
+from .micro_kernel import define_matmul_like, schedule_matmul_like
 from .options import TuneOptions, options_from_keywords
 from .space import ConfigEntity, ConfigSpace
 from .workload import graph_key
@@ -54,6 +56,8 @@ class _AutotuneAPI:
     apply_history_best = dispatch.apply_history_best
     auto_schedule = staticmethod(auto_schedule)
     load_best = staticmethod(load_best)
+    define_matmul_like = staticmethod(define_matmul_like)
+    schedule_matmul_like = staticmethod(schedule_matmul_like)
     ConfigSpace = ConfigSpace
     ConfigEntity = ConfigEntity
     TuneOptions = TuneOptions

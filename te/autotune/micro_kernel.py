@@ -1,14 +1,10 @@
-"""The register-blocked micro-kernel of the automatic space, for reduction outputs.
+"""The register-blocked micro-kernel, for matmul-like reduction outputs (matmul, batch
+matmul, conv, pool): its public API, define_matmul_like and schedule_matmul_like.
 
-Takes a reduction op and a config; defines its register-tile knobs (nr x mr x fr, row
-blocks, k split, unrolling, order, parallel, packing, cache, rfactor) and applies them:
-the tile accumulates in a cache_write local buffer at the row-block loop, the reduction
-loops run outside the tile, the tile's rows are unrolled and its last axis vectorized.
-(Row reductions, sum(X[i, k], axis=k), get vector partial results instead:
-row_reduction.py.)
-Also the packing rewrite (the streamed panel operand copied to [.., j // nr, k, j % nr]
-by a compute built from the operator's own index expressions) and the host's vector
-width. Used by auto_space.py. Imports te.compute, te.dtype, space; llvmlite lazily.
+Takes a reduction op and a config; defines its register-tile knobs and applies them (the
+tile accumulates in a local buffer, reduction loops outside it); also the packing rewrite
+and the host's vector width. Used by auto_space.py and templates. Imports te.compute,
+te.dtype, te.errors; llvmlite lazily.
 """
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ import math
 
 from .. import dtype as dt
 from ..compute import expr as E
-from ..compute.tensor import ComputeOp
+from ..compute.tensor import ComputeOp, Tensor
 from ..errors import ArgumentError
 
 MAX_UNROLL = 256
@@ -58,14 +54,58 @@ def _preferred(options: list, first) -> list:
     return [first] + [o for o in options if o != first] if first in options else options
 
 
+def define_matmul_like(cfg, op, prefix: str):
+    """Define the register-tile knobs of reduction output `op` (a ComputeOp or its tensor)
+    as `prefix` + ".nr", ".mr", ".mc", ".fr", ".kc", ".unroll_r", ".order", ".parallel",
+    ".pack", ".rfactor". Call it before te.create_schedule: when the config packs the panel
+    operand, `op` is rewritten to read a packed copy. Returns (the op to schedule, whose
+    output replaces the original's in the build's arguments; the packed tensor or None)."""
+    op = _reduction_op(op, prefix, "define_matmul_like")
+    _define_micro_kernel(cfg, op, prefix)
+    # (partial results along k read the operands as they are: no packed panels)
+    if cfg[prefix + ".pack"].val and not cfg[prefix + ".rfactor"].val:
+        return _pack_rewrite(op, cfg[prefix + ".nr"].val)
+    return op, None
+
+
+def _reduction_op(op, prefix, who: str):
+    """`op` as a reduction ComputeOp; else an ArgumentError that names the parameter."""
+    if not isinstance(prefix, str) or not prefix:
+        raise ArgumentError(f"te.autotune.{who}: prefix must be a non-empty string (the "
+                            f"knob names' prefix), got {prefix!r}")
+    op = op.op if isinstance(op, Tensor) else op
+    if isinstance(op, ComputeOp) and op.is_reduction:
+        return op
+    got = f"stage '{op.name}', which has no reduce_axis" if isinstance(op, ComputeOp) \
+        else type(op).__name__
+    raise ArgumentError(f"te.autotune.{who}: op must be a reduction te.compute stage "
+                        f"(C.op of a matmul, conv or pool), got {got}")
+
+
 def _define_micro_kernel(cfg, op, pfx: str) -> None:
     """The register-tile knobs of a reduction output (defined before any rewrite, because
     the packed layout depends on nr). Option 0 of each knob is the expected best."""
-    spatial, reduce = list(op.axis), list(op.reduce_axis)
+    spatial = list(op.axis)
     ext = [static_extent(iv) for iv in spatial]
-    rext = [static_extent(iv) for iv in reduce]
+    rext = [static_extent(iv) for iv in op.reduce_axis]
     lanes = vector_lanes(op.output_dtype(0))
-    last = ext[-1]
+    cfg.define_knob(pfx + ".nr", _nr_options(ext[-1], lanes))
+    _define_tile_rows(cfg, op, pfx, -(-cfg[pfx + ".nr"].val // lanes), lanes)
+    k0 = rext[0] if rext else 1
+    cfg.define_knob(pfx + ".kc", [k for k in (4, 1, 2, 8) if k <= k0] or [1])
+    small = any(e <= 7 for e in rext[1:])
+    cfg.define_knob(pfx + ".unroll_r", [True, False] if small else [False])
+    cfg.define_knob(pfx + ".order", ["rows_cols", "cols_rows"] if len(spatial) >= 2
+                    else ["rows_cols"])
+    cfg.define_knob(pfx + ".parallel", ["fused", "outer", "none"])
+    cfg.define_knob(pfx + ".pack", [True, False] if _pack_candidate(op) else [False])
+    # an output too small to fill a register tile may be summed as vector partial results
+    few = math.prod(ext) < 64 and rext[0] >= 64
+    cfg.define_knob(pfx + ".rfactor", [False, True] if few else [False])
+
+
+def _nr_options(last: int, lanes: int) -> list:
+    """The tile widths (`.nr`) for an innermost axis of extent `last`, default first."""
     nr_opts = [m * lanes for m in (1, 2, 3, 4) if m * lanes <= max(last, lanes)]
     if last < lanes:
         nr_opts = [last]
@@ -80,9 +120,15 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
     nr0 = max(fits) if fits else min(nr_opts, key=lambda o: (last % o != 0, abs(o - ideal_nr)))
     if last in nr_opts and last % lanes and last > lanes:
         nr0 = last
-    cfg.define_knob(pfx + ".nr", _preferred(nr_opts, nr0))
-    nr = cfg[pfx + ".nr"].val
-    n_vec = -(-nr // lanes)                    # vector registers per tile row
+    return _preferred(nr_opts, nr0)
+
+
+def _define_tile_rows(cfg, op, pfx: str, n_vec: int, lanes: int) -> None:
+    """The tile's rows (`.mr`, along the second-last axis), row blocks (`.mc`) and rows of
+    the third-last axis (`.fr`), by default as many as leave room in the vector registers
+    next to `n_vec` accumulators per tile row."""
+    spatial = list(op.axis)
+    ext = [static_extent(iv) for iv in spatial]
     regs = 16 if lanes >= 16 else 12          # accumulators that leave room for B and A
     rows = ext[-2] if len(spatial) >= 2 else 1
     fe = ext[-3] if len(spatial) >= 3 else 1
@@ -118,17 +164,6 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
         cfg.define_knob(pfx + ".fr", _preferred(fr_opts, fr0))
     else:
         cfg.define_knob(pfx + ".fr", [1])
-    k0 = rext[0] if rext else 1
-    cfg.define_knob(pfx + ".kc", [k for k in (4, 1, 2, 8) if k <= k0] or [1])
-    small = any(e <= 7 for e in rext[1:])
-    cfg.define_knob(pfx + ".unroll_r", [True, False] if small else [False])
-    cfg.define_knob(pfx + ".order", ["rows_cols", "cols_rows"] if len(spatial) >= 2
-                    else ["rows_cols"])
-    cfg.define_knob(pfx + ".parallel", ["fused", "outer", "none"])
-    cfg.define_knob(pfx + ".pack", [True, False] if _pack_candidate(op) else [False])
-    # an output too small to fill a register tile may be summed as vector partial results
-    few = math.prod(ext) < 64 and rext[0] >= 64
-    cfg.define_knob(pfx + ".rfactor", [False, True] if few else [False])
 
 
 def tensor_loads(op) -> list:
@@ -218,33 +253,52 @@ def _pack_rewrite(op, nr: int):
     return new, packed
 
 
-def _schedule_reduction(cfg, s, op, pfx: str, packed=None):
-    """A reduction output as a register-blocked micro-kernel (matmul, conv, pool, sums).
-
-    Spatial axes ..., f, i, j get register tiles fr x mr x nr (nr a multiple of the vector
-    width); the tile accumulates in a cache_write local buffer computed at the row-block
-    loop, with the reduction loops outside the tile, the tile rows unrolled and its last
-    axis vectorized; row blocks of mc tiles, parallel over the fused outer loops.
-    Without the cache, the same tiling is applied to the op itself.
-    """
+def schedule_matmul_like(cfg, s, op, prefix: str, packed=None):
+    """Schedule reduction output `op` (as define_matmul_like returned it, with the same
+    `prefix`; `packed` its packed tensor) as a register-blocked micro-kernel, defining knob
+    `.cache`. Spatial axes ..., f, i, j get register tiles fr x mr x nr (nr a multiple of
+    the vector width); the tile accumulates in a cache_write local buffer computed at the
+    row-block loop, with the reduction loops outside the tile, the tile rows unrolled and
+    its last axis vectorized; row blocks of mc tiles, parallel over the fused outer loops.
+    Without the cache, the same tiling is applied to the op itself; with `.rfactor`, vector
+    partial results along k instead. Returns the row-block loop (where other stages can be
+    computed), or None."""
+    op = _reduction_op(op, prefix, "schedule_matmul_like")
     spatial = list(op.axis)
     ext = [static_extent(iv) for iv in spatial]
-    cfg.define_knob(pfx + ".cache", [True, False] if op.num_outputs == 1 else [False])
+    cfg.define_knob(prefix + ".cache", [True, False] if op.num_outputs == 1 else [False])
     if packed is not None:
-        _schedule_pack(cfg, s, packed, pfx)
-    if cfg[pfx + ".rfactor"].val:
-        return _schedule_rfactor(cfg, s, op, pfx)
+        _schedule_pack(cfg, s, packed, prefix)
+    if cfg[prefix + ".rfactor"].val:
+        return _schedule_rfactor(cfg, s, op, prefix)
     nd = len(spatial)
     tiles = [1] * nd
-    tiles[-1] = cfg[pfx + ".nr"].val
+    tiles[-1] = cfg[prefix + ".nr"].val
     if nd >= 2:
-        tiles[-2] = cfg[pfx + ".mr"].val
+        tiles[-2] = cfg[prefix + ".mr"].val
     if nd >= 3:
-        tiles[-3] = cfg[pfx + ".fr"].val
-    row_axis = nd - 2 if nd >= 2 else nd - 1
-    mc = cfg[pfx + ".mc"].val
-    cache = s.cache_write(op.output(0), "local") if cfg[pfx + ".cache"].val else None
+        tiles[-3] = cfg[prefix + ".fr"].val
+    cache = s.cache_write(op.output(0), "local") if cfg[prefix + ".cache"].val else None
     st = s[op]
+    loops, inner = _tile_loops(cfg, st, spatial, tiles, prefix)
+    attach = loops[-1]
+    if cache is None:
+        _micro_kernel(cfg, st, list(op.reduce_axis), inner, tiles, prefix)
+        return attach
+    _annotate_tile(st, inner)
+    cst = s[cache]
+    cst.compute_at(st, attach)
+    _micro_kernel(cfg, cst, list(cst.op.reduce_axis), list(cst.op.axis), tiles, prefix)
+    return attach
+
+
+def _tile_loops(cfg, st, spatial: list, tiles: list, prefix: str):
+    """Split each spatial axis by its tile size and the row axis by `.mc` tiles, order the
+    outer loops (`.order`) above the tile and make them parallel (`.parallel`). Returns
+    (the outer loops, the tile's axes with None where untiled)."""
+    nd = len(spatial)
+    row_axis = nd - 2 if nd >= 2 else nd - 1
+    mc = cfg[prefix + ".mc"].val
     outer, inner = [], []
     for iv, t in zip(spatial, tiles):
         o, i = st.split(iv, factor=t) if t > 1 else (iv, None)
@@ -252,23 +306,12 @@ def _schedule_reduction(cfg, s, op, pfx: str, packed=None):
         inner.append(i)
     roo, roi = st.split(outer[row_axis], factor=mc) if mc > 1 else (outer[row_axis], None)
     rest = outer[row_axis + 1:]
-    blocks = rest + [roo] if cfg[pfx + ".order"].val == "cols_rows" else [roo] + rest
+    blocks = rest + [roo] if cfg[prefix + ".order"].val == "cols_rows" else [roo] + rest
     loops = outer[:row_axis] + blocks + ([roi] if roi is not None else [])
-    tile = [i for i in inner if i is not None]
-    st.reorder(*(loops + tile))
-    if len(loops) > 1:
-        parallel_loops(cfg, st, loops[:-1], pfx)
-    else:
-        parallel_loops(cfg, st, loops, pfx)
-    attach = loops[-1]
-    if cache is None:
-        _micro_kernel(cfg, st, list(op.reduce_axis), inner, tiles, pfx)
-        return attach
-    _annotate_tile(st, inner)
-    cst = s[cache]
-    cst.compute_at(st, attach)
-    _micro_kernel(cfg, cst, list(cst.op.reduce_axis), list(cst.op.axis), tiles, pfx)
-    return attach
+    st.reorder(*(loops + [i for i in inner if i is not None]))
+    # the last outer loop, where the local tile is computed, stays out of the parallel one
+    parallel_loops(cfg, st, loops[:-1] if len(loops) > 1 else loops, prefix)
+    return loops, inner
 
 
 def _annotate_tile(st, inner: list) -> None:

@@ -1,18 +1,19 @@
-"""Row reductions in the automatic space: an output reduction over one axis k that reads
-every input with k as its last, contiguous index (sum(X[i, k], axis=k), a mean, a norm).
+"""Row reductions in the automatic space: vector partial results along a row.
 
-Takes such an op and a config; defines its knobs (partial results per row `.kc`, rows
-read side by side `.rows`, `.parallel`, `.prefetch`) and applies them: vector partial
-results along the rows (rfactor) computed at the row loop, instead of the register tile
-across outputs that micro_kernel.py gives other reductions. Used by auto_space.py.
-Imports te.compute and micro_kernel.
+Outputs (define_row_reduction, schedule_row_reduction): a reduction over one axis k that
+reads every input with k as its last, contiguous index (sum(X[i, k], axis=k), a mean, a
+norm) sums rows of partial results at its row loop instead of the register tile of
+micro_kernel.py. Reductions read by another stage (place_reduction: softmax's max and sum,
+layernorm's mean): at the reader's row loop or root, optionally as partial results.
+Used by auto_space.py. Imports te.compute, micro_kernel and stages.
 """
 from __future__ import annotations
 
 from ..compute import expr as E
 from ..compute.tensor import PlaceholderOp
-from .micro_kernel import (parallel_loops, rfactor_lanes, static_extent, tensor_loads,
-                           vector_lanes)
+from .micro_kernel import (lanes_innermost, parallel_loops, rfactor_lanes, static_extent,
+                           tensor_loads, vector_lanes)
+from .stages import PREFETCH, streamed_reduction_input
 
 
 def row_reduction_inputs(op) -> list:
@@ -36,15 +37,15 @@ def define_row_reduction(cfg, op, pfx: str) -> None:
     """The knobs of a row reduction output (row_reduction_inputs): vector partial results
     along its rows (rfactor), kc vectors of them, `.rows` rows read side by side, parallel
     mode, and a prefetch ahead in its input rows. A register tile across rows would gather
-    or pack the rows (a 4096^2 row sum: 57 ms packed, 4.5-5.9 ms as partial sums), so
-    none of the tile's knobs is defined."""
+    or pack the rows, many times slower than partial sums, so none of the tile's knobs is
+    defined."""
     lanes = vector_lanes(op.output_dtype(0))
     k0 = static_extent(op.reduce_axis[0])
     cfg.define_knob(pfx + ".kc", [k for k in (4, 1, 2, 8) if k * lanes <= k0] or [1])
     cfg.define_knob(pfx + ".parallel", ["fused", "outer", "none"])
     # rows read side by side, one vector of each per step: a core whose L2 prefetcher
-    # follows one stream per 4 KiB page keeps that many more lines in flight (Ice Lake
-    # server, 4096^2: 16 rows, 5.7 -> 4.5 ms; on Zen 4, 2 or 4 rows were slower than one)
+    # follows one stream per 4 KiB page keeps that many more lines in flight (faster on
+    # Ice Lake server, slower than one row on Zen 4: benchmarks/kernels.py row_sum)
     k = _row_axis(op)
     rows = static_extent(op.axis[k]) if k is not None else 1
     cfg.define_knob(pfx + ".rows", [r for r in (1, 16, 8, 4) if r <= rows])
@@ -100,3 +101,86 @@ def schedule_row_reduction(cfg, s, op, pfx: str, partials=None):
             if isinstance(t.op, PlaceholderOp):
                 rst.prefetch(t, steps[0], ahead)
     return attach
+
+
+def place_reduction(cfg, s, op, g) -> None:
+    """A reduction read by another stage (softmax's max and sum, layernorm's mean and
+    variance). Knobs: `.at` (the reader's row loop or root), `.parallel` (at root),
+    `.lanes` (vector partial results along its one reduction axis: four vectors, one, or
+    none), `.prefetch` (the next row of a streamed input). At the reader, it and its
+    partial results are computed at the row loop of the output all its readers run in."""
+    pfx = g.prefix[op]
+    reader = g.attach_target(op)
+    streamed = _define_placed_reduction(cfg, op, pfx, g.streamed_by_producers())
+    st = s[op]
+    loop = g.main_loop.get(reader) if reader is not None else None
+    rf = None
+    if cfg[pfx + ".lanes"].val > 1:
+        _, ki = st.split(op.reduce_axis[0], factor=cfg[pfx + ".lanes"].val)
+        rf = lanes_innermost(s, s.rfactor(op.output(0), ki, factor_axis=len(op.axis)))
+    folded = _fold_partials(s, op, vector_lanes(op.output_dtype(0))) if rf is not None \
+        else None
+    partial_stages = [t for t in (rf, folded) if t is not None]
+    if cfg[pfx + ".at"].val != "reader" or loop is None:
+        _reduction_at_root(cfg, s, op, pfx, partial_stages)
+        return
+    for t in partial_stages:
+        s[t].compute_at(s[reader], loop)
+    if rf is not None:
+        g.partials[op] = rf.op
+    locality = PREFETCH[cfg[pfx + ".prefetch"].val]
+    if rf is not None and locality is not None:
+        step = cfg[pfx + ".lanes"].val
+        rext = static_extent(op.reduce_axis[0])
+        s[rf].prefetch(streamed, s[rf].op.reduce_axis[0], -(-rext // step), locality)
+    st.compute_at(s[reader], loop)
+    g.attached[op] = reader
+
+
+def _define_placed_reduction(cfg, op, pfx: str, prefetched: set):
+    """The knobs of place_reduction; returns the input it streams row by row (None when
+    it reads no such input or cannot take partial results)."""
+    cfg.define_knob(pfx + ".at", ["reader", "root"])
+    cfg.define_knob(pfx + ".parallel", [True, False])
+    lanes = vector_lanes(op.output_dtype(0))
+    rext = [static_extent(iv) for iv in op.reduce_axis]
+    can = op.num_outputs == 1 and len(rext) == 1 and rext[0] >= 2 * lanes
+    # partial results: four vectors of them (independent add chains: the default for long
+    # rows, as in the hand row kernels), one vector, or none
+    wide = [4 * lanes] if can and rext[0] >= 8 * lanes else []
+    cfg.define_knob(pfx + ".lanes", wide + [lanes, 1] if can else [1])
+    streamed = streamed_reduction_input(op) if can else None
+    # each pass that reads the row (layernorm's mean and variance) fetches the next row
+    # meanwhile, into L2 by default unless a producer prefetches that input (`prefetched`,
+    # softmax's exp): the row's DRAM read then overlaps this row's compute
+    options = ["off"] if streamed is None else \
+        ["off", "l2", "l1"] if streamed in prefetched else list(PREFETCH)
+    cfg.define_knob(pfx + ".prefetch", options)
+    return streamed
+
+
+def _reduction_at_root(cfg, s, op, pfx: str, partial_stages: list) -> None:
+    """The reduction at root: its fused spatial loop parallel (`.parallel`), its partial
+    results computed in that loop."""
+    spatial = list(op.axis)
+    if not spatial:
+        return
+    st = s[op]
+    row = st.fuse(*spatial) if len(spatial) > 1 else spatial[0]
+    if cfg[pfx + ".parallel"].val:
+        st.parallel(row)
+    for t in partial_stages:
+        s[t].compute_at(st, row)
+
+
+def _fold_partials(s, op, lanes: int):
+    """Several vectors of partial results folded to one vector by vector adds (a second
+    rfactor, lane axis innermost and vectorized), so the last step to one value is a chain
+    of `lanes` scalar adds instead of 4 * lanes (the hand row kernels of
+    benchmarks/kernels.py fold theirs too). None when there is one vector of partials or
+    fewer."""
+    partial = s[op].leaf_iter_vars[-1]
+    if static_extent(partial) <= lanes or static_extent(partial) % lanes:
+        return None
+    _, lane = s[op].split(partial, factor=lanes)
+    return lanes_innermost(s, s.rfactor(op.output(0), lane, factor_axis=len(op.axis)))
