@@ -90,25 +90,28 @@ class _Walker:
         self.footprints = [0.0] * LEVELS
 
     def walk(self, s, loops: list, guards: int) -> None:
-        if isinstance(s, ir.For):
-            self.f["n_loops"] += 1
-            self.walk(s.body, loops + [s], guards)
-            return
-        if isinstance(s, ir.Allocate):
-            self.f["n_allocs"] += 1
-            ext = s.extent.value if isinstance(s.extent, E.Const) else 1
-            self.f["alloc_bytes"] += ext * 4
-            if s.buffer.scope == "local":   # the accumulator tile of a cache_write
-                self.f["acc_bytes"] = max(self.f["acc_bytes"], ext * 4)
-            else:
-                self.f["global_allocs"] += 1
-        if isinstance(s, ir.IfThenElse):
-            guards += 1
-        if isinstance(s, ir.Store):
-            self._store(s, loops, guards)
-            return
-        for child in stmt_children(s)[1]:
-            self.walk(child, loops, guards)
+        # an explicit stack, in program order: allocations nest one per root stage
+        todo = [(s, loops, guards)]
+        while todo:
+            s, loops, guards = todo.pop()
+            if isinstance(s, ir.For):
+                self.f["n_loops"] += 1
+                todo.append((s.body, loops + [s], guards))
+                continue
+            if isinstance(s, ir.Allocate):
+                self.f["n_allocs"] += 1
+                ext = s.extent.value if isinstance(s.extent, E.Const) else 1
+                self.f["alloc_bytes"] += ext * 4
+                if s.buffer.scope == "local":   # the accumulator tile of a cache_write
+                    self.f["acc_bytes"] = max(self.f["acc_bytes"], ext * 4)
+                else:
+                    self.f["global_allocs"] += 1
+            if isinstance(s, ir.IfThenElse):
+                guards += 1
+            if isinstance(s, ir.Store):
+                self._store(s, loops, guards)
+                continue
+            todo.extend((child, loops, guards) for child in reversed(stmt_children(s)[1]))
 
     def _store(self, s: ir.Store, loops: list, guards: int) -> None:
         loops = [lp for lp in loops if not (isinstance(lp.extent, E.Const)

@@ -122,3 +122,12 @@ def test_the_cuda_code_generator_says_a_deep_expression_is_too_deep():
     with pytest.raises(te.BuildError, match="te.build: the program nests too deep to compile "
                        "for target 'cuda'"):
         te.build(s, [A, C], target="cuda")
+
+
+def test_the_tuners_features_of_a_2000_stage_chain():
+    """The cost model's features walk the lowered chain (2000 nested allocations) too."""
+    from te.autotune import features as F
+    A, stages = _chain(DEPTH, 7)
+    s = te.create_schedule(stages[-1].op)
+    f = dict(zip(F.NAMES, F.extract(F.lower_for_features(s, [A, stages[-1]]))))
+    assert f["n_stores"] == pytest.approx(np.log2(1 + DEPTH))
