@@ -4,14 +4,19 @@ Gives functions from te.Tensors to te.Tensors, grouped by family: elementwise, t
 reduction, nn. Each checks its arguments and raises te.errors.ShapeError/DTypeError naming
 the parameter. Imports te.compute and te.errors only, never schedule or lower.
 """
-from .elementwise import (add, broadcast_shape, divide, fused_scale_shift_relu, maximum,
-                          multiply, relu, subtract)
+from .elementwise import (add, broadcast_binary, broadcast_shape, divide,
+                          fused_scale_shift_relu, maximum, minimum, multiply, relu, subtract,
+                          unary)
+from .linalg import matmul_nd
+from .normalization import batch_norm_inference, global_pool2d, lrn
 from .nn import (avg_pool2d, batch_matmul, conv2d_nchw, depthwise_conv2d_nchw, layer_norm,
                  matmul, max_pool2d, softmax)
 from .reduction import argmax, argmin, cumsum, max, min, sum  # noqa: A004
 from .transform import concatenate, pad, reshape, slice_axis, transpose
 
-__all__ = ["add", "subtract", "multiply", "divide", "maximum", "relu", "broadcast_shape",
+__all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "relu", "unary",
+           "broadcast_binary", "broadcast_shape", "batch_norm_inference", "lrn",
+           "global_pool2d", "matmul_nd",
            "fused_scale_shift_relu", "transpose", "reshape", "pad", "concatenate",
            "slice_axis", "sum", "max", "min", "argmax", "argmin", "cumsum", "matmul",
            "batch_matmul", "conv2d_nchw", "depthwise_conv2d_nchw", "max_pool2d",

@@ -99,6 +99,23 @@ def maximum(lhs, rhs, name: str = "T_maximum") -> Tensor:
     return _binary(lambda x, y: api.max(x, y), lhs, rhs, "maximum", name)
 
 
+def minimum(lhs, rhs, name: str = "T_minimum") -> Tensor:
+    """Elementwise min with numpy broadcasting."""
+    return _binary(lambda x, y: api.min(x, y), lhs, rhs, "minimum", name)
+
+
+def broadcast_binary(fn: Callable, lhs, rhs, name: str = "T_binary") -> Tensor:
+    """fn(lhs[i], rhs[i]) with numpy broadcasting, for a scalar function `fn` of two te
+    expressions (power, comparisons, ...); either side may be a scalar."""
+    return _binary(fn, lhs, rhs, name, name)
+
+
+def unary(fn: Callable, x: Tensor, name: str = "T_unary") -> Tensor:
+    """fn(x[i]) elementwise, for a scalar function `fn` of one te expression."""
+    check_tensor(x, name, "x")
+    return api.compute(x.shape, lambda *i: fn(x(*i)), name=name, tag="elemwise")
+
+
 def fused_scale_shift_relu(x: Tensor, a, b, name: str = "T_scale_shift_relu") -> Tensor:
     """relu(x * a + b) in one stage; a and b are scalars or tensors broadcastable to x.
 

@@ -1,0 +1,23 @@
+"""The errors the graph layer raises on purpose, all te.TEError subclasses.
+
+Imports te.errors only.
+"""
+from te.errors import TEError
+
+
+class GraphError(TEError, ValueError):
+    """A graph that cannot be built: a bad attribute, shapes that do not fit an op."""
+
+
+class UnsupportedError(GraphError):
+    """A model using ops or attributes the graph layer does not implement; `items` lists
+    every (op, attribute or '', node name, reason) found, so one error reports them all."""
+
+    def __init__(self, message: str, items=()):
+        super().__init__(message)
+        self.items = list(items)
+
+
+class FeedError(GraphError):
+    """Inputs given to a compiled graph's run(): a missing or unknown name, a wrong shape or
+    dtype."""

@@ -1,0 +1,54 @@
+"""One compiled kernel per distinct node workload (op, attributes, input dtypes and shapes).
+
+compile_node(node, target, cache) builds the op's te compute on placeholders, schedules it
+(graph.schedule) and builds it with te.build; a node whose workload is already in `cache`
+reuses that kernel. A Kernel is called with numpy arrays and returns its outputs as numpy
+arrays. Imports numpy, te's public API and graph.{errors,ops,schedule}.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import te
+
+from .errors import GraphError
+from .ops import OPS, build_compute
+from .schedule import schedule
+
+
+class Kernel:
+    """A built single-node kernel: __call__(*inputs) -> list of output arrays."""
+
+    def __init__(self, name: str, func, out_types: list):
+        self.name = name
+        self.func = func
+        self.out_types = out_types  # [(dtype, te shape as ints)] as the kernel writes them
+
+    def __call__(self, *inputs) -> list:
+        outs = [np.empty(shape, dtype=dtype) for dtype, shape in self.out_types]
+        # 0-d values are 1-element tensors inside te (te.compute has no 0-d tensors)
+        self.func(*[a.reshape(1) if a.ndim == 0 else a for a in inputs], *outs)
+        return outs
+
+
+def compile_node(node, target: str, cache: dict) -> Kernel:
+    key = node.workload()
+    kernel = cache.get(key)
+    if kernel is None:
+        kernel = _build(node, target, f"k{len(cache)}_{node.op}")
+        cache[key] = kernel
+    return kernel
+
+
+def _build(node, target: str, name: str) -> Kernel:
+    for v in list(node.inputs) + list(node.outputs):
+        if any(not isinstance(d, int) for d in v.shape):
+            raise GraphError(f"graph.compile: value '{v.name}' has symbolic shape "
+                             f"{v.type_str}; compile needs constant shapes (give them with "
+                             f"from_onnx(..., shapes=...) or graph.input)")
+    opdef = OPS[node.op]
+    ins, outs = build_compute(opdef, [(v.dtype, v.shape) for v in node.inputs], node.attr)
+    sch, args = schedule(opdef.schedule, outs, ins + outs)
+    func = te.build(sch, args, target=target, name=name)
+    out_types = [(t.dtype, tuple(int(d.value) for d in t.shape)) for t in outs]
+    return Kernel(name, func, out_types)

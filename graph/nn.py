@@ -1,0 +1,109 @@
+"""graph.nn: the neural-network ops of the builder (conv2d, pools, norms, softmax, dense).
+
+Each function checks and normalizes its attributes (ints to tuples, padding to
+(top, left, bottom, right)) and adds one node through graph.builder.apply. Imports graph's
+builder and errors only.
+"""
+from __future__ import annotations
+
+from .builder import apply
+from .errors import GraphError
+
+
+def _ints(value, n: int, who: str, param: str, minimum: int = 0) -> tuple:
+    vals = (value,) * n if isinstance(value, int) and not isinstance(value, bool) else value
+    if (not isinstance(vals, (tuple, list)) or len(vals) != n
+            or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum
+                   for v in vals)):
+        raise GraphError(f"graph.nn.{who}: {param} must be an int or {n} ints >= {minimum}, "
+                         f"got {value!r}")
+    return tuple(int(v) for v in vals)
+
+
+def _padding(padding, who: str) -> tuple:
+    """int, (pad_h, pad_w) or (top, left, bottom, right) -> (top, left, bottom, right)."""
+    if isinstance(padding, (tuple, list)) and len(padding) == 4:
+        return _ints(padding, 4, who, "padding")
+    ph, pw = _ints(padding, 2, who, "padding (an int, 2 ints or 4 ints)")
+    return (ph, pw, ph, pw)
+
+
+def conv2d(data, weight, bias=None, strides=1, padding=0, dilation=1, groups: int = 1,
+           name: str | None = None):
+    """2-d convolution over NCHW data with an (OC, C // groups, KH, KW) weight."""
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise GraphError(f"graph.nn.conv2d: groups must be a positive int, got {groups!r}")
+    attrs = {"strides": _ints(strides, 2, "conv2d", "strides", 1),
+             "padding": _padding(padding, "conv2d"),
+             "dilation": _ints(dilation, 2, "conv2d", "dilation", 1), "groups": groups}
+    ins = [data, weight] + ([bias] if bias is not None else [])
+    return apply("conv2d", ins, attrs, name)
+
+
+def max_pool2d(data, kernel, strides=1, padding=0, name: str | None = None):
+    attrs = {"kernel": _ints(kernel, 2, "max_pool2d", "kernel", 1),
+             "strides": _ints(strides, 2, "max_pool2d", "strides", 1),
+             "padding": _padding(padding, "max_pool2d")}
+    return apply("max_pool2d", [data], attrs, name)
+
+
+def avg_pool2d(data, kernel, strides=1, padding=0, count_include_pad: bool = False,
+               name: str | None = None):
+    attrs = {"kernel": _ints(kernel, 2, "avg_pool2d", "kernel", 1),
+             "strides": _ints(strides, 2, "avg_pool2d", "strides", 1),
+             "padding": _padding(padding, "avg_pool2d"),
+             "count_include_pad": bool(count_include_pad)}
+    return apply("avg_pool2d", [data], attrs, name)
+
+
+def global_avg_pool2d(data, name: str | None = None):
+    return apply("global_avg_pool2d", [data], {}, name)
+
+
+def global_max_pool2d(data, name: str | None = None):
+    return apply("global_max_pool2d", [data], {}, name)
+
+
+def batch_norm(data, scale, bias, mean, var, epsilon: float = 1e-5, name: str | None = None):
+    """Inference batch normalization over axis 1 with running mean and variance."""
+    return apply("batch_norm", [data, scale, bias, mean, var], {"epsilon": float(epsilon)},
+                 name)
+
+
+def lrn(data, size: int, alpha: float = 1e-4, beta: float = 0.75, bias: float = 1.0,
+        name: str | None = None):
+    return apply("lrn", [data], {"size": size, "alpha": float(alpha), "beta": float(beta),
+                                 "bias": float(bias)}, name)
+
+
+def softmax(data, axis: int = -1, name: str | None = None):
+    return apply("softmax", [data], {"axis": axis}, name)
+
+
+def layer_norm(data, scale, bias, axis=-1, epsilon: float = 1e-5, name: str | None = None):
+    """Normalize over the axes from `axis` to the last (ONNX LayerNormalization)."""
+    ndim = len(data.shape)
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -ndim <= axis < ndim:
+        raise GraphError(f"graph.nn.layer_norm: axis must be an int in [{-ndim}, {ndim - 1}],"
+                         f" got {axis!r}")
+    axes = tuple(range(axis % ndim, ndim))
+    return apply("layer_norm", [data, scale, bias], {"axis": axes, "epsilon": float(epsilon)},
+                 name)
+
+
+def gemm(a, b, c=None, alpha: float = 1.0, beta: float = 1.0, trans_a: bool = False,
+         trans_b: bool = False, name: str | None = None):
+    """alpha * op(a) @ op(b) + beta * c (ONNX Gemm); c broadcasts to the product."""
+    attrs = {"alpha": float(alpha), "beta": float(beta), "trans_a": int(bool(trans_a)),
+             "trans_b": int(bool(trans_b))}
+    return apply("gemm", [a, b] + ([c] if c is not None else []), attrs, name)
+
+
+def dense(data, weight, bias=None, name: str | None = None):
+    """data @ weight.T + bias (Relay's dense)."""
+    return gemm(data, weight, bias, trans_b=True, name=name)
+
+
+def matmul(a, b, name: str | None = None):
+    """numpy.matmul: batch dims broadcast, 1-d operands are vectors."""
+    return apply("matmul", [a, b], {}, name)

@@ -1,0 +1,18 @@
+"""The op table: every op the graph layer knows, name -> OpDef (pattern kind, arity,
+schedule family, te compute). The only registry of the graph layer; frontends and the
+builder look ops up here, nowhere else.
+
+Imports graph.ops.{base,elementwise,nn,transform,reduce}.
+"""
+from .base import OpDef, Pattern, build_compute, infer, placeholders
+from .elementwise import BINARY, UNARY
+from .elementwise import OPS as _ELEMENTWISE
+from .nn import OPS as _NN
+from .reduce import OPS as _REDUCE
+from .reduce import REDUCE
+from .transform import OPS as _TRANSFORM
+
+OPS = {**_ELEMENTWISE, **_NN, **_TRANSFORM, **_REDUCE}
+
+__all__ = ["OPS", "OpDef", "Pattern", "UNARY", "BINARY", "REDUCE", "build_compute", "infer",
+           "placeholders"]

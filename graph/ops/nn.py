@@ -1,0 +1,86 @@
+"""Neural-network ops: convolution, pooling, normalization, softmax, matrix products.
+
+Each row's compute takes te tensors in the op's input order and the node's (already
+normalized) attributes, and calls te.compute.ops. Imports te's public API, te.compute.ops
+and graph.ops.base.
+"""
+from __future__ import annotations
+
+import te
+from te.compute import ops as topi
+
+from .base import OpDef, Pattern
+
+
+def _with_bias(out, bias, name):
+    if bias is None:
+        return out
+    return te.compute(out.shape, lambda *i: out(*i) + bias[i[1]],
+                      name=f"{name}_bias", tag="broadcast")
+
+
+def conv2d(ins, strides, padding, dilation, groups):
+    """ins: data (N, C, H, W), weight (OC, C // groups, KH, KW), optional bias (OC,)."""
+    data, weight = ins[0], ins[1]
+    out = topi.conv2d_nchw(data, weight, strides, padding, dilation, groups, name="conv2d")
+    return _with_bias(out, ins[2] if len(ins) > 2 else None, "conv2d")
+
+
+def max_pool2d(ins, kernel, strides, padding):
+    return topi.max_pool2d(ins[0], kernel, strides, padding, name="max_pool2d")
+
+
+def avg_pool2d(ins, kernel, strides, padding, count_include_pad):
+    return topi.avg_pool2d(ins[0], kernel, strides, padding, count_include_pad,
+                           name="avg_pool2d")
+
+
+def batch_norm(ins, epsilon):
+    """ins: x, scale, bias, mean, var (ONNX BatchNormalization's order)."""
+    return topi.batch_norm_inference(*ins, epsilon=epsilon, name="batch_norm")
+
+
+def gemm(ins, alpha, beta, trans_a, trans_b):
+    """alpha * op(A) @ op(B) + beta * C, op transposing when asked; C broadcasts."""
+    a = topi.transpose(ins[0], (1, 0), name="gemm_a_t") if trans_a else ins[0]
+    out = topi.matmul(a, ins[1], transpose_b=bool(trans_b), name="gemm_matmul")
+    if alpha != 1.0:
+        out = topi.multiply(out, alpha, name="gemm_alpha")
+    if len(ins) > 2 and beta != 0.0:
+        c = ins[2] if beta == 1.0 else topi.multiply(ins[2], beta, name="gemm_beta")
+        out = topi.add(out, c, name="gemm")
+    return out
+
+
+OPS = {op.name: op for op in (
+    OpDef("conv2d", Pattern.OUT_ELEMWISE_FUSABLE, conv2d, (2, 3), schedule="conv2d",
+          doc="2-d convolution, NCHW, groups and dilation, optional bias"),
+    OpDef("max_pool2d", Pattern.OUT_ELEMWISE_FUSABLE, max_pool2d,
+          doc="max pooling, NCHW"),
+    OpDef("avg_pool2d", Pattern.OUT_ELEMWISE_FUSABLE, avg_pool2d,
+          doc="average pooling, NCHW"),
+    OpDef("global_avg_pool2d", Pattern.OUT_ELEMWISE_FUSABLE,
+          lambda ins: topi.global_pool2d(ins[0], "avg", name="global_avg_pool2d"),
+          doc="mean over the spatial dims, kept as size 1"),
+    OpDef("global_max_pool2d", Pattern.OUT_ELEMWISE_FUSABLE,
+          lambda ins: topi.global_pool2d(ins[0], "max", name="global_max_pool2d"),
+          doc="max over the spatial dims, kept as size 1"),
+    OpDef("batch_norm", Pattern.BROADCAST, batch_norm, (5, 5),
+          doc="batch normalization with running statistics (inference)"),
+    OpDef("lrn", Pattern.OPAQUE,
+          lambda ins, size, alpha, beta, bias: topi.lrn(ins[0], size, alpha, beta, bias,
+                                                        name="lrn"),
+          doc="local response normalization across channels"),
+    OpDef("softmax", Pattern.OPAQUE,
+          lambda ins, axis: topi.softmax(ins[0], axis, name="softmax"),
+          doc="softmax along one axis"),
+    OpDef("layer_norm", Pattern.OPAQUE,
+          lambda ins, axis, epsilon: topi.layer_norm(*ins, axis=axis, epsilon=epsilon,
+                                                     name="layer_norm"), (3, 3),
+          doc="layer normalization over the trailing axes from `axis`"),
+    OpDef("gemm", Pattern.OUT_ELEMWISE_FUSABLE, gemm, (2, 3),
+          doc="alpha * A @ B + beta * C, optional transposes"),
+    OpDef("matmul", Pattern.OUT_ELEMWISE_FUSABLE,
+          lambda ins: topi.matmul_nd(ins[0], ins[1], name="matmul"), (2, 2),
+          doc="numpy.matmul: batched, broadcast"),
+)}

@@ -1,0 +1,58 @@
+"""Reductions over static axes: sum, mean, max, min, prod, L1, L2, sum of squares; argmax
+and argmin.
+
+One compute for the family (te.compute.ops.reduction.reduce_over) with the per-element
+map, the combiner and the final map as table data. Imports te's public API,
+te.compute.ops and graph.ops.base.
+"""
+from __future__ import annotations
+
+import te
+from te.compute import ops as topi
+from te.compute.ops.reduction import reduce_over
+
+from .base import OpDef, Pattern
+
+_prod = te.comm_reducer(lambda a, b: a * b, lambda dtype: te.const(1, dtype), name="prod")
+
+# op -> (per-element map, combiner, map of the result and the element count)
+REDUCE = {
+    "reduce_sum": (lambda e: e, te.sum, None),
+    "reduce_mean": (lambda e: e, te.sum, lambda r, count: r * (1.0 / count)),
+    "reduce_max": (lambda e: e, te.max, None),
+    "reduce_min": (lambda e: e, te.min, None),
+    "reduce_prod": (lambda e: e, _prod, None),
+    "reduce_l1": (te.abs, te.sum, None),
+    "reduce_l2": (lambda e: e * e, te.sum, lambda r, count: te.sqrt(r)),
+    "reduce_sum_square": (lambda e: e * e, te.sum, None),
+}
+
+
+def _reduce_def(name: str, pre, combine, post) -> OpDef:
+    def compute(ins, axes, keepdims):
+        x = ins[0]
+        red = reduce_over(x, tuple(axes), bool(keepdims), name if post is None
+                          else f"{name}_acc", "comm_reduce",
+                          lambda full, raxes: combine(pre(x(*full)), axis=raxes))
+        if post is None:
+            return red
+        count = 1
+        for a in axes:
+            count *= int(x.shape[a].value)
+        return te.compute(red.shape, lambda *i: post(red(*i), count), name=name,
+                          tag="elemwise")
+    return OpDef(name, Pattern.COMM_REDUCE, compute, doc=f"{name[7:]} over axes")
+
+
+def _arg_def(name: str, fn) -> OpDef:
+    def compute(ins, axis, keepdims):
+        idx = fn(ins[0], axis, bool(keepdims), name=f"{name}_i32")
+        return te.compute(idx.shape, lambda *i: idx(*i).astype("int64"), name=name,
+                          tag="injective")
+    return OpDef(name, Pattern.COMM_REDUCE, compute,
+                 doc=f"int64 index of the first {name[3:]} along an axis")
+
+
+OPS = {**{n: _reduce_def(n, *row) for n, row in REDUCE.items()},
+       "argmax": _arg_def("argmax", topi.argmax),
+       "argmin": _arg_def("argmin", topi.argmin)}

@@ -1,0 +1,58 @@
+"""Injective layout ops: reshape, transpose, concatenate, pad, slice, expand.
+
+Attributes are static (shapes, axes and offsets known when the graph is built), so each
+output shape follows from the inputs' shapes alone. Imports te's public API,
+te.compute.ops and graph.ops.base.
+"""
+from __future__ import annotations
+
+import te
+from te.compute import ops as topi
+
+from .base import OpDef, Pattern
+
+
+def slice_(ins, starts, ends, axes, steps):
+    """x[starts[k]:ends[k]:steps[k]] on each axes[k] (Python slice semantics), one stage per
+    sliced axis; the automatic schedule inlines all but the last."""
+    out = ins[0]
+    for k, (b, e, a, s) in enumerate(zip(starts, ends, axes, steps)):
+        out = topi.slice_axis(out, a, b, e, s, name="slice" if k == len(axes) - 1
+                              else f"slice_{k}")
+    return out
+
+
+def expand(ins, shape):
+    """Broadcast x to numpy.broadcast_shapes(x.shape, shape) (ONNX Expand)."""
+    x = ins[0]
+    ones = te.compute(tuple(shape), lambda *i: te.const(0, x.dtype), name="expand_zero")
+    return topi.broadcast_binary(lambda a, b: a, x, ones, name="expand")
+
+
+def split(ins, axis, sizes):
+    """Consecutive pieces of `sizes` elements along `axis`: one output each."""
+    outs, begin = [], 0
+    for k, n in enumerate(sizes):
+        outs.append(topi.slice_axis(ins[0], axis, begin, begin + n, 1, name=f"split_{k}"))
+        begin += n
+    return outs
+
+
+OPS = {op.name: op for op in (
+    OpDef("reshape", Pattern.INJECTIVE,
+          lambda ins, newshape: topi.reshape(ins[0], newshape, name="reshape"),
+          doc="row-major reshape to a static shape"),
+    OpDef("transpose", Pattern.INJECTIVE,
+          lambda ins, axes: topi.transpose(ins[0], axes, name="transpose"),
+          doc="permute the dimensions"),
+    OpDef("concatenate", Pattern.INJECTIVE,
+          lambda ins, axis: topi.concatenate(list(ins), axis, name="concatenate"),
+          (1, 1 << 16), doc="join along an axis"),
+    OpDef("pad", Pattern.INJECTIVE,
+          lambda ins, pad_before, pad_after, value: topi.pad(
+              ins[0], pad_before, pad_after, value, name="pad"),
+          doc="constant padding"),
+    OpDef("slice", Pattern.INJECTIVE, slice_, doc="strided slices on several axes"),
+    OpDef("expand", Pattern.BROADCAST, expand, doc="numpy broadcast to a shape"),
+    OpDef("split", Pattern.INJECTIVE, split, doc="consecutive pieces along an axis"),
+)}

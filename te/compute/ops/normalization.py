@@ -1,0 +1,87 @@
+"""Normalizations and whole-map pooling over NCHW-like tensors: batch_norm_inference, lrn,
+global_pool2d.
+
+Takes te.Tensors (channels on axis 1) and static hyper-parameters, gives the output tensor
+(lrn keeps its windowed square sum a separate stage). Imports te.compute (api, tensor),
+te.errors and the sibling op modules only.
+"""
+from __future__ import annotations
+
+from ...errors import ShapeError
+from .. import api
+from ..tensor import Tensor
+from ._util import check_dim, check_float, check_tensor, static_dim
+from .reduction import reduce_over
+
+
+def batch_norm_inference(x: Tensor, scale: Tensor, bias: Tensor, mean: Tensor, var: Tensor,
+                         epsilon: float = 1e-5, name: str = "T_batch_norm") -> Tensor:
+    """(x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c] with c = axis 1 of x and
+    every per-channel operand of shape (C,): inference with running statistics."""
+    who = "batch_norm_inference"
+    check_tensor(x, who, "x")
+    check_float(x, who, "x")
+    if x.ndim < 2:
+        raise ShapeError(f"{who}: x must have at least 2 dimensions (N, C, ...), got {x.ndim}")
+    for param, t in (("scale", scale), ("bias", bias), ("mean", mean), ("var", var)):
+        check_tensor(t, who, param, ndim=1)
+        check_dim(t.shape[0], x.shape[1], who, f"{param}.shape[0] (x.shape[1], the channels)")
+
+    def fcompute(*i):
+        c = i[1]
+        return ((x(*i) - mean[c]) * api.rsqrt(var[c] + epsilon)) * scale[c] + bias[c]
+    return api.compute(x.shape, fcompute, name=name, tag="broadcast")
+
+
+def lrn(x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, bias: float = 1.0,
+        name: str = "T_lrn") -> Tensor:
+    """Local response normalization across channels (axis 1), ONNX's definition:
+    x / (bias + alpha / size * sum of x^2 over channels c - (size-1)//2 .. c + size//2)^beta.
+    Stage <name>_sqsum holds the windowed sum of squares."""
+    who = "lrn"
+    check_tensor(x, who, "x")
+    check_float(x, who, "x")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ShapeError(f"{who}: size must be a positive int, got {size!r}")
+    if x.ndim < 3:
+        raise ShapeError(f"{who}: x must have at least 3 dimensions (N, C, ...), got {x.ndim}")
+    before = (size - 1) // 2
+    channels = x.shape[1]
+    r = api.reduce_axis((0, size), "r")
+
+    def sqsum(*i):
+        c = i[1] + r - before
+        inside = api.all(c >= 0, c < channels)
+        index = (i[0], api.if_then_else(inside, c, 0)) + tuple(i[2:])
+        v = x(*index)
+        return api.sum(api.if_then_else(inside, v * v, api.const(0, x.dtype)), axis=r)
+    total = api.compute(x.shape, sqsum, name=f"{name}_sqsum", tag="lrn_sqsum")
+    scale = float(alpha) / size
+    return api.compute(x.shape, lambda *i: x(*i) / api.power(
+        bias + scale * total(*i), api.const(beta, x.dtype)), name=name, tag="elemwise")
+
+
+def global_pool2d(x: Tensor, kind: str = "avg", name: str = "T_global_pool") -> Tensor:
+    """The mean ('avg') or max ('max') over every axis after the first two, kept as size 1:
+    (N, C, H, W) -> (N, C, 1, 1)."""
+    who = "global_pool2d"
+    check_tensor(x, who, "x")
+    if kind not in ("avg", "max"):
+        raise ShapeError(f"{who}: kind must be 'avg' or 'max', got {kind!r}")
+    if x.ndim < 3:
+        raise ShapeError(f"{who}: x must have at least 3 dimensions (N, C, ...), got {x.ndim}")
+    axes = tuple(range(2, x.ndim))
+    if kind == "max":
+        return reduce_over(x, axes, True, name, "comm_reduce",
+                           lambda full, raxes: api.max(x(*full), axis=raxes))
+    check_float(x, who, "x")
+    count = 1
+    for a in axes:
+        d = static_dim(x.shape[a])
+        if d is None:
+            raise ShapeError(f"{who}: x must have constant spatial sizes for 'avg', got "
+                             f"axis {a} symbolic")
+        count *= d
+    inv = 1.0 / count
+    return reduce_over(x, axes, True, name, "comm_reduce",
+                       lambda full, raxes: api.sum(x(*full) * inv, axis=raxes))
