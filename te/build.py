@@ -17,13 +17,12 @@ import runtime
 # The same headroom as the runtime's call-time check (loops split past the end).
 from runtime.checker import INDEX_LIMIT
 
-from .codegen.llvm.codegen import ModuleGen
+from .codegen.llvm.codegen import ModuleGen, refuse_thread_binding
 from .compute.expr import Const, Var
 from .errors import TOO_DEEP, BuildError
 from .lower import ir
 from .lower.passes.device_sync import stored_buffers
 from .lower.pipeline import lower
-from .lower.visitor import walk_stmts
 from .schedule.schedule import Schedule
 
 _LIBM_BASES = (
@@ -203,15 +202,6 @@ def _check_index_range(name: str, shape: list) -> None:
                          f"index range; int64 indexing is not supported yet")
 
 
-def _check_no_thread_binding(stmt: ir.Stmt) -> None:
-    """Thread-bound loops only make sense on a GPU target: say so before code generation."""
-    for s in walk_stmts(stmt):
-        if isinstance(s, ir.For) and s.kind == ir.THREAD_BINDING:
-            raise BuildError(f"te.build: loop '{s.loop_var.name}' is bound to thread axis "
-                             f"'{s.thread_tag}'; thread-bound loops need target 'cuda' "
-                             f"(remove the bind for target 'llvm')")
-
-
 def _check_bound_checkers(on, sch, kind: str) -> None:
     if not isinstance(on, bool):
         raise BuildError(f"te.build: instrument_bound_checkers must be True or False, got "
@@ -263,7 +253,7 @@ def _build(sch, args, target: str, name: str, instrument_bound_checkers):
     if opts["kind"] == "cuda":
         from .build_cuda import build_cuda
         return build_cuda(func, signature_of(func), opts.get("arch"))
-    _check_no_thread_binding(func.body)
+    refuse_thread_binding(func.body)
     signature_of(func)  # argument errors before code generation
     gen = ModuleGen(func, runtime.parallel_available(), target_features(target))
     ll = str(gen.module)

@@ -1,6 +1,7 @@
 """The one statement walker (te.lower.visitor.walk_stmts, pre_order_exprs) and the walks
 built on it: program order, and nests deeper than Python recurses. Takes hand-built loop
-IR; imports te.lower.{ir,visitor,device_sync,passes.loop_partition} and te.build.
+IR; imports te.lower.{ir,visitor,passes.device_sync,passes.loop_partition} and
+te.codegen.llvm.codegen.
 """
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 
 import pytest
 
-from te.build import _check_no_thread_binding
+from te.codegen.llvm.codegen import codegen_llvm, refuse_thread_binding
 from te.compute import expr as E
 from te.errors import BuildError
 from te.lower import ir
@@ -90,13 +91,23 @@ def test_device_sync_walks_deep_nests():
     assert loaded_buffers(nest) == {a.data}
 
 
+REFUSED = (r"te.build: loop 'tx' is bound to thread axis 'threadIdx.x'; thread-bound loops "
+           r"need target 'cuda' \(remove the bind for target 'llvm'\)")
+
+
 def test_thread_binding_refusal_reaches_a_deeply_nested_loop():
     leaf = loop("tx", ir.Store(buffer("A"), i32(0), E.Const("float32", 1.0)),
                 ir.THREAD_BINDING, "threadIdx.x")
-    with pytest.raises(BuildError, match=r"te.build: loop 'tx' is bound to thread axis "
-                                         r"'threadIdx.x'; thread-bound loops need target "
-                                         r"'cuda' \(remove the bind for target 'llvm'\)"):
-        _check_no_thread_binding(deep_nest(leaf))
+    with pytest.raises(BuildError, match=REFUSED):
+        refuse_thread_binding(deep_nest(leaf))
+
+
+def test_llvm_codegen_refuses_thread_binding_as_te_build_does():
+    a = buffer("A")
+    body = loop("tx", ir.Store(a, i32(0), E.Const("float32", 1.0)), ir.THREAD_BINDING,
+                "threadIdx.x")
+    with pytest.raises(BuildError, match=REFUSED):
+        codegen_llvm(ir.PrimFunc("bound", (a,), (), ir.SeqStmt((body,))))
 
 
 def test_loop_partition_collects_guards_under_deep_nests():

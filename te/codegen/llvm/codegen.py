@@ -76,6 +76,16 @@ def elem_bytes(dtype: str) -> int:
     return 1 if dt.is_bool(dtype) else dt.bits(dtype) // 8
 
 
+def refuse_thread_binding(s: tir.Stmt) -> None:
+    """Thread-bound loops only make sense on a GPU target: te.build says so before code
+    generation, ModuleGen if it meets one anyway."""
+    for node in walk_stmts(s):
+        if isinstance(node, tir.For) and node.kind == tir.THREAD_BINDING:
+            raise BuildError(f"te.build: loop '{node.loop_var.name}' is bound to thread axis "
+                             f"'{node.thread_tag}'; thread-bound loops need target 'cuda' "
+                             f"(remove the bind for target 'llvm')")
+
+
 def codegen_llvm(func: tir.PrimFunc, parallel: bool = True,
                  features: frozenset = frozenset()) -> str:
     """LLVM IR text of `func`; parallel=False runs parallel loops serially (no libgomp).
@@ -337,8 +347,7 @@ class FuncGen(BlockValues):
 
     def stmt_For(self, s: tir.For) -> None:
         if s.kind == tir.THREAD_BINDING:
-            raise BuildError(f"For: loop {s.loop_var.name!r} is bound to thread axis "
-                             f"{s.thread_tag!r}; thread-bound loops need target 'cuda'")
+            refuse_thread_binding(s)
         if s.kind == tir.PARALLEL and self.mod.parallel and not self.in_parallel:
             par.emit_parallel_for(self, s)
             return
@@ -487,7 +496,7 @@ class FuncGen(BlockValues):
         if dt.is_float(base):
             c = self.const(t, float(value))
         else:  # two's complement, so uint8 255 prints as i8 -1
-            c = self.const(t, _wrap(int(value), t.width))
+            c = self.const(t, _wrap(int(value), t))
         c = self._const_exprs[key] = self.splat(c, n) if n > 1 else c
         return c
 
@@ -600,7 +609,7 @@ class FuncGen(BlockValues):
                 return a
             if isinstance(a, ir.Constant) and type(a.constant) is int:
                 value = _FOLD[op][0](a.constant, b.constant)
-                return self.const(a.type, _wrap(value, a.type.width))
+                return self.const(a.type, _wrap(value, a.type))
         return getattr(self.b, _INT_BINOP[op])(a, b, flags=list(flags))
 
     def floor_divmod_const(self, op: str, a, b: ir.Constant) -> ir.Value:
@@ -731,10 +740,9 @@ def mem_dtype(dtype: str) -> str:
     return dt.with_lanes("uint8", dt.lanes(dtype)) if dt.is_bool(dtype) else dtype
 
 
-def _wrap(value: int, width: int) -> int:
-    """`value` as a `width`-bit two's complement integer (i1 stays 0 or 1)."""
-    v = value & ((1 << width) - 1)
-    return v - (1 << width) if width > 1 and v >> (width - 1) else v
+def _wrap(value: int, t: ir.IntType) -> int:
+    """`value` as a constant of LLVM type `t`: two's complement (i1 stays 0 or 1)."""
+    return dt.wrap(value, "bool" if t.width == 1 else f"int{t.width}")
 
 
 def _positive_const(v) -> bool:
