@@ -1,7 +1,8 @@
 """Deep IR: a chain of thousands of stages (at root, or inlined into one expression) and an
-expression thousands of nodes deep in one lambda lower, print, build and match numpy with
-Python's default recursion limit (the walks keep their own stacks), in seconds (no walk is
-quadratic in the chain's length).
+expression thousands of nodes deep in one lambda lower, print, build (LLVM, and CUDA through
+its emulator) and match numpy with Python's default recursion limit (the walks keep their
+own stacks), in seconds (no walk is quadratic in the chain's length). Where a walk still
+recurses per level, te.lower, te.build and the interpreter say the program nests too deep.
 
 Imports te, numpy, pytest and sys.
 """
@@ -113,15 +114,47 @@ def test_the_interpreter_says_a_deep_expression_is_too_deep():
         run_func(te.lower(s, [A, C]), [a, c])
 
 
-def test_the_cuda_code_generator_says_a_deep_expression_is_too_deep():
-    """The CUDA C printer still recurses per level: te.build says so, not RecursionError."""
+def test_an_expression_4000_nodes_deep_builds_for_cuda_and_matches_numpy():
+    """The CUDA C writer takes its operands' text from a memo filled deepest first; the
+    source runs in the CPU emulator (a C++ build of it)."""
     s, A, C = _deep_schedule()
     bx, tx = s[C].split(C.op.axis[0], 32)
     s[C].bind(bx, te.thread_axis("blockIdx.x"))
     s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    mod = te.build(s, [A, C], target="cuda")
+    a = np.random.default_rng(1).uniform(0.5, 1.5, 64).astype("float32")
+    c = np.full(64, np.nan, "float32")
+    mod.emulator()(a, c)
+    np.testing.assert_allclose(c, _deep_ref(a), rtol=2e-4)
+
+
+def _recursing_pass(f):
+    def deeper(n):
+        return deeper(n + 1) + 1
+    return deeper(0)
+
+
+def test_te_lower_says_a_program_is_too_deep_where_a_walk_still_recurses(monkeypatch):
+    """A walk that recurses per level (here a stand-in pass) ends in LoweringError."""
+    from te.lower import pipeline
+    monkeypatch.setattr(pipeline, "PASSES", pipeline.PASSES + (("deep", _recursing_pass),))
+    s, A, C = _deep_schedule(5)
+    with pytest.raises(te.LoweringError, match="te.lower: the program nests too deep to "
+                       "lower"):
+        te.lower(s, [A, C])
+
+
+def test_te_build_says_a_program_is_too_deep_where_a_walk_still_recurses(monkeypatch):
+    build_module = sys.modules["te.build"]
+
+    class DeepGen:
+        def __init__(self, *args):
+            _recursing_pass(None)
+    monkeypatch.setattr(build_module, "ModuleGen", DeepGen)
+    s, A, C = _deep_schedule(5)
     with pytest.raises(te.BuildError, match="te.build: the program nests too deep to compile "
-                       "for target 'cuda'"):
-        te.build(s, [A, C], target="cuda")
+                       "for target 'llvm'"):
+        te.build(s, [A, C])
 
 
 def test_the_tuners_features_of_a_2000_stage_chain():

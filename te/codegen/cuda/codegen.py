@@ -141,6 +141,7 @@ class _KernelGen:
         # to overflow (index_width widens what could); data arithmetic wraps, and so may
         # int64 index arithmetic on loaded int64 values.
         self.in_index = False
+        self.texts = None  # id(node) -> (node, text) while expr() writes one tree
 
     def name(self, key, hint: str) -> str:
         got = self.names.get(key)
@@ -266,16 +267,38 @@ class _KernelGen:
     def index(self, e: E.Expr) -> str:
         """`e` as index arithmetic (see `in_index`)."""
         outer, self.in_index = self.in_index, True
+        texts, self.texts = self.texts, None  # text written outside an index differs
         try:
             return self.expr(e)
         finally:
-            self.in_index = outer
+            self.in_index, self.texts = outer, texts
 
     def buffer(self, b: ir.Buffer) -> str:
         return self.name(b.data, b.name)
 
     # -- expressions -------------------------------------------------------------------
     def expr(self, e: E.Expr) -> str:
+        """The C text of `e`. Subtrees are written first, deepest first, and each node finds
+        its operands' text in `texts`: a user's expression nests deeper than Python
+        recurses. A load's index is left to index() (index arithmetic)."""
+        if self.texts is not None:
+            hit = self.texts.get(id(e))
+            if hit is not None and hit[0] is e:
+                return hit[1]
+        outer, self.texts = self.texts, {}
+        try:
+            for node in E.post_order(e, self._written_or_load):
+                self.texts[id(node)] = (node, self.text(node))
+            return self.texts[id(e)][1] if id(e) in self.texts else self.text(e)
+        finally:
+            self.texts = outer
+
+    def _written_or_load(self, e: E.Expr) -> bool:
+        hit = self.texts.get(id(e))
+        return (hit is not None and hit[0] is e) or isinstance(e, ir.Load)
+
+    def text(self, e: E.Expr) -> str:
+        """The C text of `e`, its operands through expr()."""
         if dt.lanes(e.dtype) > 1 or isinstance(e, (E.Ramp, E.Broadcast)):
             raise BuildError(VECTOR_CODE)
         if isinstance(e, E.Var):
