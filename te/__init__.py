@@ -13,7 +13,7 @@ from .compute.tensor import IterVar, Range, Tensor
 from .errors import (ArgumentError, BuildError, ComputeError, DTypeError, LoweringError,
                      ScheduleError, ShapeError, TEError)
 from .schedule.schedule import Schedule, Stage, create_schedule
-from .lower.pipeline import lower
-from .build import build
+from .build import build, lower
+from .target import Target
 from .autotune.api import autotune  # noqa: E402  (a callable carrying the template API)
 from runtime import ndarray as nd  # noqa: E402

@@ -1,11 +1,11 @@
 """te.build for target 'cuda': host/device split, CUDA C, PTX, and a runtime.cuda.CudaModule.
 
 Takes a function lowered for 'cuda' (vectorized loops kept as loops), its KernelSignature and
-the -arch option; gives a CudaModule whose launch plan evaluates the temporaries' sizes and
-each kernel's grid and block extents from the size variables of a call. nvcc checks the
-source at build time when it is on PATH; without it the module keeps the source, can run
-emulated on the CPU, and says at a GPU call that nvcc is missing. Imports te.lower and
-runtime.
+the parsed target (te.target.Target: -arch, launch limits, C types); gives a CudaModule
+whose launch plan evaluates the temporaries' sizes and each kernel's grid and block extents
+from the size variables of a call. nvcc checks the source at build time when it is on PATH;
+without it the module keeps the source, can run emulated on the CPU, and says at a GPU call
+that nvcc is missing. Imports te.target, te.lower, te.codegen and runtime.
 """
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ from .errors import BuildError
 from .lower import ir
 from .lower.passes.device_split import (BLOCK_TAGS, GRID_TAGS, evaluate_on_host,
                                         split_host_device)
+from .target import Target
 
 
 def build_cuda(func: ir.PrimFunc, signature: runtime.KernelSignature,
-               arch: str | None) -> rt_cuda.CudaModule:
-    plan = split_host_device(func)
-    source = generate_cuda(func, plan)
+               target: Target) -> rt_cuda.CudaModule:
+    plan = split_host_device(func, target)
+    source = generate_cuda(func, plan, target)
     kernels = tuple(rt_cuda.CudaKernel(k.name, k.params, k.uses_barriers)
                     for k in source.kernels)
     temporaries = tuple(rt_cuda.CudaTemporary(b.name, b.dtype) for b, _ in plan.temporaries)
@@ -31,7 +32,7 @@ def build_cuda(func: ir.PrimFunc, signature: runtime.KernelSignature,
         missing = "nvcc was not on PATH when it was built (install the CUDA toolkit)"
     else:
         try:
-            ptx = rt_cuda.compile_ptx(source.text, arch or rt_cuda.DEFAULT_ARCH)
+            ptx = rt_cuda.compile_ptx(source.text, target.get("arch", rt_cuda.DEFAULT_ARCH))
         except runtime.RuntimeBuildError as err:
             raise BuildError(f"te.build: target 'cuda': {err}") from None
     size_vars = func.scalar_params

@@ -1,8 +1,9 @@
 """DESIGN.md's layering, enforced by parsing the imports of every module (ast, no import).
 
 runtime imports nothing from te or graph; te never imports graph; inside te,
-compute <- schedule <- lower <- codegen <- build <- autotune (te.build and te.build_cuda are
-the build layer); te.errors and te.dtype are the base. Function-local imports count too. Optional heavy dependencies
+compute <- schedule <- lower <- codegen <- build <- autotune (te.target, te.build and
+te.build_cuda are the build layer: the only part of te below autotune that imports runtime);
+te.errors and te.dtype are the base. Function-local imports count too. Optional heavy dependencies
 (pycuda, onnx, onnxruntime) are imported only inside functions. (Named test_build_layering
 because tests/runtime/test_layering.py already takes the module name test_layering.)
 """
@@ -18,14 +19,19 @@ MODULES = sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
 
 # (package prefix of the importing module, forbidden module prefixes)
 # The layers of te from the bottom; each may import only the ones before it (te.build_cuda
-# is te.build's half for target 'cuda').
+# is te.build's half for target 'cuda'; te.target parses the target both take).
 LAYERS = (("te.errors", "te.dtype"), ("te.compute",), ("te.schedule",), ("te.lower",),
-          ("te.codegen",), ("te.build", "te.build_cuda"), ("te.autotune",))
+          ("te.codegen",), ("te.target", "te.build", "te.build_cuda"), ("te.autotune",))
+# Below the build layer nothing imports runtime: the numbers lowering and code generation
+# need from it travel in the te.target.Target that te.build hands down (te.errors re-exports
+# runtime's ArgumentError, the one class both raise).
+NO_RUNTIME = ("te.dtype", "te.compute", "te.schedule", "te.lower", "te.codegen")
 RULES = (
     ("runtime", ("te", "graph")),
     ("te", ("graph",)),
-) + tuple((owner, tuple(m for upper in LAYERS[k + 1:] for m in upper))
-          for k, layer in enumerate(LAYERS) for owner in layer)
+) + tuple((owner, ("runtime",)) for owner in NO_RUNTIME) + tuple(
+    (owner, tuple(m for upper in LAYERS[k + 1:] for m in upper))
+    for k, layer in enumerate(LAYERS) for owner in layer)
 # Below the top level, `import te` reaches every layer through attributes (te.lower...).
 NO_TOP_PACKAGE = ("te.errors", "te.dtype", "te.compute", "te.schedule", "te.lower",
                   "te.codegen")
@@ -111,6 +117,7 @@ def test_checker_catches_violations(tmp_path):
         "te/lower/up.py": "def f():\n    from ..codegen.llvm import codegen\n",
         "te/codegen/llvm/ok.py": "from ...lower import ir\nfrom ... import dtype\n",
         "te/codegen/cuda/up.py": "from ... import build_cuda\n",
+        "te/lower/passes/rt.py": "def f():\n    from runtime.cuda import MAX_GRID\n",
         "runtime/bad.py": "from te import build\n",
     }
     for rel, text in files.items():
@@ -127,6 +134,9 @@ def test_checker_catches_violations(tmp_path):
                                        "te/lower/up.py:2 imports te.codegen.llvm.codegen"]
     assert found["te/codegen/llvm/ok.py"] == []
     assert found["te/codegen/cuda/up.py"] == ["te/codegen/cuda/up.py:1 imports te.build_cuda"]
+    assert found["te/lower/passes/rt.py"] == ["te/lower/passes/rt.py:2 imports runtime.cuda",
+                                              "te/lower/passes/rt.py:2 imports "
+                                              "runtime.cuda.MAX_GRID"]
     assert "runtime/bad.py:1 imports te" in found["runtime/bad.py"]
 
 

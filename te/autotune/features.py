@@ -17,6 +17,7 @@ from ..lower.build_loops import schedule_to_stmt
 from ..lower.passes.software_pipeline import software_pipeline
 from ..lower.passes.storage_flatten import storage_flatten
 from ..lower.visitor import stmt_children
+from ..target import parse_target
 
 NATIVE_LANES = [8]   # float32 lanes of a native vector; set by extract() from the host
 KINDS = (ir.SERIAL, ir.PARALLEL, ir.VECTORIZED, ir.UNROLLED)
@@ -202,7 +203,8 @@ def lower_for_features(sch, args) -> ir.PrimFunc:
     and doubles buffers, and joins loops), before the (slow) simplify/vectorize passes:
     loop kinds are still annotations and that is all the features need."""
     tensors = [sch[a].op.output(a.value_index) for a in args]
-    params, body = storage_flatten(schedule_to_stmt(sch, tensors), tensors)
+    index_limit = parse_target("llvm").index_limit   # the tuner's target (options.py)
+    params, body = storage_flatten(schedule_to_stmt(sch, tensors, index_limit), tensors)
     return ir.PrimFunc("features", params, (), software_pipeline(body))
 
 

@@ -11,7 +11,8 @@ import math
 import os
 from dataclasses import dataclass, fields, replace
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, BuildError
+from ..target import parse_target
 from .measure import MeasureOptions
 from .search import TUNERS
 
@@ -54,7 +55,11 @@ def _positive_seconds(x) -> bool:
 
 def _llvm_here(target) -> bool:
     # Workers compile for this host; other CPUs (-mcpu/-mattr) cannot be measured here.
-    return isinstance(target, str) and target.split() == ["llvm"]
+    try:
+        parsed = parse_target(target)
+    except BuildError:
+        return False
+    return isinstance(target, str) and parsed.kind == "llvm" and not parsed.options
 
 
 def _log_path(log) -> bool:

@@ -8,13 +8,14 @@ auto_space, measure, records and workload.
 """
 from __future__ import annotations
 
-from ..build import signature_of, target_features
+from ..build import signature_of
 from ..codegen.llvm.codegen import codegen_llvm
 from ..compute import expr as E
 from ..compute.tensor import ComputeOp, PlaceholderOp
 from ..errors import ArgumentError, ScheduleError
 from ..lower.pipeline import lower
 from ..schedule.schedule import create_schedule, topo_order
+from ..target import parse_target
 from . import records as R
 from .auto_space import auto_schedule, default_args
 from .measure import Job
@@ -74,16 +75,17 @@ class TemplateTask:
         return create_schedule(output_ops(self.outputs)), self.args
 
 
-def compile_job(task, cfg, parallel: bool):
-    """(Job, None) or (None, MeasureResult with the error) for one config."""
+def compile_job(task, cfg, parallel: bool, target="llvm"):
+    """(Job, None) or (None, MeasureResult with the error) for one config, compiled for
+    `target` (a string or te.target.Target; workers compile for this host, options.py)."""
+    target = parse_target(target)
     try:
         s, args = task.instantiate(cfg)
     except ScheduleError as err:
         return None, R.MeasureResult(error=R.INSTANTIATION_ERROR, msg=str(err))
     try:
-        func = lower(s, args, name="main")
-        # Workers compile for this host (api.py), with the host's features, as te.build does.
-        ll = codegen_llvm(func, parallel=parallel, features=target_features("llvm"))
+        func = lower(s, args, target, name="main")
+        ll = codegen_llvm(func, parallel=parallel, features=target.features)
         sig = signature_of(func).to_json()
     except Exception as err:  # noqa: BLE001 - a lowering bug fails one trial, not the run
         return None, R.MeasureResult(error=R.LOWER_ERROR, msg=f"{type(err).__name__}: {err}")

@@ -301,9 +301,10 @@ def _guarded(cond: E.Expr, stmt: ir.Stmt) -> ir.Stmt:
     return ir.IfThenElse(cond, stmt)
 
 
-def schedule_to_stmt(sch: Schedule, arg_tensors: list) -> ir.Stmt:
-    """The full loop nest of a schedule (before flattening)."""
-    bodies = exact_indices(inline_bodies(sch), arg_tensors)
+def schedule_to_stmt(sch: Schedule, arg_tensors: list, index_limit: int) -> ir.Stmt:
+    """The full loop nest of a schedule (before flattening); sizes and dimensions are below
+    `index_limit` (the target's)."""
+    bodies = exact_indices(inline_bodies(sch), arg_tensors, index_limit)
     computed = [st for st in sch.stages if st in bodies]
     bounds = infer_bounds(sch.stages, bodies, _readers(computed, bodies))
     return LoopBuilder(sch, bodies, bounds, arg_tensors).build()

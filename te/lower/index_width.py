@@ -1,22 +1,20 @@
 """Index arithmetic computed exactly: int32 where it provably fits, else int64.
 
 Takes the bodies of the computed stages (in terms of their own axes, inlined producers
-substituted) and gives them with each tensor access's per-dimension index unchanged when
-no int32 or int64 add, subtract or multiply in it can leave its dtype, else with that
-index's arithmetic in int64 (TVM's index narrowing in reverse). Where int64 could overflow
-too, it refuses with a LoweringError, unless the index reads tensors (int64 arithmetic on
-loaded values wraps, as numpy's). Narrower and unsigned arithmetic wraps as typed. Bounds
-come from the axes' domains and the sizes, which the call-time checker holds below
-runtime.checker.INDEX_LIMIT (a loop or tensor dimension spans fewer elements than its
-tensor), and from the access being inside its tensor: the index itself is below its
-dimension, which caps what an add or multiply of non-negative terms inside it reaches.
-Anything else (a loaded value) is taken to span its dtype. Splitting and fusing loops later
-substitute expressions for the axes that take the same values. Imports runtime.checker,
-te.compute, te.dtype, te.errors, arith and printer.
+substituted) and gives them with each tensor access's per-dimension index unchanged when no
+int32 or int64 add, subtract or multiply in it can leave its dtype, else with that index's
+arithmetic in int64 (TVM's index narrowing in reverse). Where int64 could overflow too, it
+refuses with a LoweringError, unless the index reads tensors (int64 arithmetic on loaded
+values wraps, as numpy's). Narrower and unsigned arithmetic wraps as typed. Bounds come from
+the axes' domains and the sizes, which the call-time checker holds below the target's
+index_limit (runtime.checker.INDEX_LIMIT, handed down by te.target: a loop or tensor
+dimension spans fewer elements than its tensor), and from the access being inside its
+tensor: the index itself is below its dimension, which caps what an add or multiply of
+non-negative terms inside it reaches. Anything else (a loaded value) is taken to span its
+dtype. Splitting and fusing loops later substitute expressions for the axes that take the
+same values. Imports te.compute, te.dtype, te.errors, arith and printer.
 """
 from __future__ import annotations
-
-from runtime.checker import INDEX_LIMIT
 
 from .. import dtype as dt
 from ..compute import expr as E
@@ -30,38 +28,41 @@ _WRAPPING_OPS = ("add", "sub", "mul")
 _EXACT_DTYPES = ("int32", "int64")
 
 
-def exact_indices(bodies: dict, arg_tensors: list) -> dict:
-    """stage -> body exprs (as build_loops.inline_bodies gives) with exact indices."""
-    sizes = {v: (0, INDEX_LIMIT - 1) for t in arg_tensors for d in t.shape
+def exact_indices(bodies: dict, arg_tensors: list, index_limit: int) -> dict:
+    """stage -> body exprs (as build_loops.inline_bodies gives) with exact indices; sizes and
+    dimensions are below `index_limit`."""
+    sizes = {v: (0, index_limit - 1) for t in arg_tensors for d in t.shape
              for v in E.free_vars(d)}
     out = {}
     for st, body in bodies.items():
         ana = Analyzer(sizes)
         for iv in st.op.axis + st.op.reduce_axis:
-            _bind_axis(ana, iv)
-        out[st] = tuple(E.transform(b, lambda e: _exact_load(e, ana)) for b in body)
+            _bind_axis(ana, iv, index_limit)
+        out[st] = tuple(E.transform(b, lambda e: _exact_load(e, ana, index_limit))
+                        for b in body)
     return out
 
 
-def _bind_axis(ana: Analyzer, iv) -> None:
-    """An axis spans [min, min + extent): a dimension, below INDEX_LIMIT."""
+def _bind_axis(ana: Analyzer, iv, index_limit: int) -> None:
+    """An axis spans [min, min + extent): a dimension, below index_limit."""
     lo, hi = value_bound(iv.dom.min, ana)
-    extent = min(value_bound(iv.dom.extent, ana)[1], INDEX_LIMIT - 1)
+    extent = min(value_bound(iv.dom.extent, ana)[1], index_limit - 1)
     ana.bind(iv.var, lo, hi + extent - 1)
 
 
-def _exact_load(e: Expr, ana: Analyzer):
+def _exact_load(e: Expr, ana: Analyzer, index_limit: int):
     if not isinstance(e, TensorLoad):
         return None
-    indices = tuple(exact_index(idx, ana, f"{e.tensor.name}: index {k}", _dim_cap(dim, ana))
+    indices = tuple(exact_index(idx, ana, f"{e.tensor.name}: index {k}",
+                                _dim_cap(dim, ana, index_limit))
                     for k, (idx, dim) in enumerate(zip(e.indices, e.tensor.shape)))
     if all(a is b for a, b in zip(indices, e.indices)):
         return None
     return E.with_children(e, indices)
 
 
-def _dim_cap(dim: Expr, ana: Analyzer) -> int:
-    return min(value_bound(dim, ana)[1], INDEX_LIMIT - 1) - 1
+def _dim_cap(dim: Expr, ana: Analyzer, index_limit: int) -> int:
+    return min(value_bound(dim, ana)[1], index_limit - 1) - 1
 
 
 def exact_index(e: Expr, ana: Analyzer, what: str, cap: int | None = None) -> Expr:

@@ -1,9 +1,12 @@
 """lower(): schedule -> loop IR, through one ordered, named list of passes.
 
-Takes a Schedule and the argument list, gives an ir.PrimFunc whose str() is the readable
-loop IR. Set dump_after to a pass name (or "all") to print the IR after it; the
-TE_DUMP_IR environment variable does the same for debugging. A verifier runs after every
-pass on the flattened IR. Imports te.compute, te.schedule, ir, build_loops, passes, verify.
+Takes a Schedule, the argument list and a target parsed once above this layer (a
+te.target.Target: its kind picks the passes, its index_limit bounds sizes and dimensions);
+gives an ir.PrimFunc whose str() is the readable loop IR (te.lower, in te/build.py, parses
+the target and calls lower()). Set dump_after to a pass name (or "all") to print the IR
+after it; the TE_DUMP_IR environment variable does the same for debugging. A verifier runs
+after every pass on the flattened IR. Imports te.compute, te.schedule, ir, build_loops,
+passes, verify.
 """
 from __future__ import annotations
 
@@ -63,25 +66,23 @@ OPT_IN = ("instrument_bound_checkers",)
 SKIPPED_FOR = {"llvm": (), "cuda": ("loop_partition", "simplify_partitioned", "vectorize")}
 
 
-def lower(sch: Schedule, args: list, name: str = "main", dump_after: str | None = None,
-          simple_mode: bool = False, target_kind: str = "llvm",
+def lower(sch: Schedule, args: list, target, name: str = "main",
+          dump_after: str | None = None, simple_mode: bool = False,
           instrument_bound_checkers: bool = False) -> ir.PrimFunc:
-    """te.lower: the lowered function of schedule `sch` taking `args` (tensors) in order;
-    target_kind "cuda" lowers for the GPU code generator (see SKIPPED_FOR).
+    """The lowered function of schedule `sch` taking `args` (tensors) in order, for `target`
+    (a te.target.Target; kind 'cuda' lowers for the GPU code generator, see SKIPPED_FOR).
     instrument_bound_checkers: check at run time every access not proven in bounds."""
     try:
-        return _lower(sch, args, name, dump_after, target_kind, instrument_bound_checkers)
+        return _lower(sch, args, name, dump_after, target, instrument_bound_checkers)
     except RecursionError:
         # the passes walk expressions and nested statements with their own stacks; what
         # still recurses (an analysis of one deep index) ends here, not in a bare error
         raise LoweringError(TOO_DEEP.format(who="te.lower", what="lower")) from None
 
 
-def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target_kind: str,
+def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target,
            instrument_bound_checkers: bool) -> ir.PrimFunc:
-    if target_kind not in SKIPPED_FOR:
-        raise LoweringError(f"te.lower: target_kind must be one of {', '.join(SKIPPED_FOR)}, "
-                            f"got {target_kind!r}")
+    target_kind = target.kind
     skipped = set(SKIPPED_FOR[target_kind]) | _unrequested(
         instrument_bound_checkers=instrument_bound_checkers)
     if "instrument_bound_checkers" not in skipped and target_kind != "llvm":
@@ -95,7 +96,7 @@ def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target_
     dump_after = dump_after or os.environ.get("TE_DUMP_IR")
     tensors = _check_args(sch, args)
     _check_attachments(sch, tensors)
-    body = schedule_to_stmt(sch, tensors)
+    body = schedule_to_stmt(sch, tensors, target.index_limit)
     params, body = storage_flatten(body, tensors)
     func = ir.PrimFunc(name, params, _scalar_params(tensors), body)
     _check_free_vars(func)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import te
-from te.build import target_features
+from te.target import target_features
 
 HOST = llvm.get_host_cpu_features()
 needs_avx512 = pytest.mark.skipif(not (HOST.get("avx512f") and HOST.get("avx512vl")),

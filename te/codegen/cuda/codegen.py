@@ -1,14 +1,15 @@
 """Loop IR -> CUDA C: one `extern "C" __global__` function per kernel of a DevicePlan.
 
-Takes a lowered PrimFunc and its DevicePlan (te/lower/passes/device_split.py); gives
-CudaSource: the source text and, per kernel, its name and parameter list (which argument
-buffer, temporary or size variable goes in each slot). A loop bound to a thread axis becomes `const int i =
-threadIdx.x;` (guarded by `if (threadIdx.x < extent)` where the loop is shorter than its
-axis's launch); vectorized and unrolled loops become `#pragma unroll` loops; per-thread
-buffers become local arrays, shared ones `__shared__` arrays with `__syncthreads()` before
-and after each statement that fills them. The source compiles with nvcc, and as plain C++
-after the prelude runtime/cuda_emulator.py supplies. Imports te.lower (ir, the device
-split), te.compute.expr, te.dtype and runtime.cuda (C types).
+Takes a lowered PrimFunc, its DevicePlan (te/lower/passes/device_split.py) and the target;
+gives CudaSource: the source text and, per kernel, its name and parameter list (which
+argument buffer, temporary or size variable goes in each slot). A loop bound to a thread
+axis becomes `const int i = threadIdx.x;` (guarded by `if (threadIdx.x < extent)` where the
+loop is shorter than its axis's launch); vectorized and unrolled loops become `#pragma
+unroll` loops; per-thread buffers become local arrays, shared ones `__shared__` arrays with
+`__syncthreads()` before and after each statement that fills them. The source compiles with
+nvcc, and as plain C++ after the prelude runtime/cuda_emulator.py supplies. Imports te.lower
+(ir, the device split), te.compute.expr and te.dtype; the C types come with the target
+(te.target, from runtime.cuda).
 """
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-
-from runtime.cuda import C_TYPES
 
 from ... import dtype as dt
 from ...compute import expr as E
@@ -94,12 +93,14 @@ class CudaSource:
     kernels: tuple   # KernelSource, in launch order
 
 
-def generate_cuda(func: ir.PrimFunc, plan: DevicePlan) -> CudaSource:
+def generate_cuda(func: ir.PrimFunc, plan: DevicePlan, target) -> CudaSource:
+    """The CUDA C of `func`'s kernels; `target` (a te.target.Target for 'cuda') gives the
+    C types."""
     buffers = list(func.params) + [b for b, _ in plan.temporaries]
     order = {b.data: k for k, b in enumerate(buffers)}
     parts, kernels = [], []
     for part in plan.kernels:
-        gen = _KernelGen(part)
+        gen = _KernelGen(part, target.c_types)
         text, params = gen.kernel(sorted(part.buffers, key=lambda b: order[b.data]),
                                   part.scalars)
         parts.append(text)
@@ -119,19 +120,21 @@ VECTOR_CODE = ("te.build: target 'cuda': the function holds vector code (lowered
                "loops as loops")
 
 
-def c_type(dtype: str) -> str:
+def c_type(dtype: str, c_types) -> str:
+    """The C type of `dtype` in `c_types` (te dtype -> C type)."""
     if dt.lanes(dtype) > 1:
         raise BuildError(VECTOR_CODE)
-    if dtype not in C_TYPES:
+    if dtype not in c_types:
         raise BuildError(f"te.build: target 'cuda' does not support dtype {dtype} yet")
-    return C_TYPES[dtype]
+    return c_types[dtype]
 
 
 class _KernelGen:
     """Emits one kernel; owns its table of C names."""
 
-    def __init__(self, part: KernelPart):
+    def __init__(self, part: KernelPart, c_types):
         self.part = part
+        self.c_types = c_types
         self.names: dict = {}
         self.taken: set = set(_RESERVED)
         self.stored = stored_buffers(part.body)
@@ -142,6 +145,9 @@ class _KernelGen:
         # int64 index arithmetic on loaded int64 values.
         self.in_index = False
         self.texts = None  # id(node) -> (node, text) while expr() writes one tree
+
+    def c_type(self, dtype: str) -> str:
+        return c_type(dtype, self.c_types)
 
     def name(self, key, hint: str) -> str:
         got = self.names.get(key)
@@ -164,14 +170,14 @@ class _KernelGen:
         params = []
         for b in buffers:
             const = "" if b.data in self.stored else "const "
-            params.append(f"{const}{c_type(b.dtype)}* __restrict__ "
+            params.append(f"{const}{self.c_type(b.dtype)}* __restrict__ "
                           f"{self.name(b.data, b.name)}")
-        params += [f"{c_type(v.dtype)} {self.name(v, v.name)}" for v in scalars]
+        params += [f"{self.c_type(v.dtype)} {self.name(v, v.name)}" for v in scalars]
         lines = [f'extern "C" __global__ void {self.part.name}({", ".join(params)}) {{']
         # one array per shared buffer, at the top: a block has one copy whatever scope
         # declares it, and copies of its allocation (unrolled loops) must not add more
         for b, extent in shared_arrays(self.part.body).values():
-            lines.append(f"  __shared__ {c_type(b.dtype)} {self.buffer(b)}[{extent}];")
+            lines.append(f"  __shared__ {self.c_type(b.dtype)} {self.buffer(b)}[{extent}];")
         lines += self.stmt(self.part.body, 1)
         lines.append("}")
         return "\n".join(lines) + "\n", params
@@ -189,7 +195,7 @@ class _KernelGen:
                 lines += [f"{pad}}} else {{"] + self.stmt(s.else_case, depth + 1)
             return lines + [f"{pad}}}"]
         if isinstance(s, ir.LetStmt):
-            head = f"{pad}  const {c_type(s.var.dtype)} {self.name(s.var, s.var.name)} = " \
+            head = f"{pad}  const {self.c_type(s.var.dtype)} {self.name(s.var, s.var.name)} = " \
                    f"{_bare(self.expr(s.value))};"
             return [f"{pad}{{", head] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
         if isinstance(s, ir.Store):
@@ -199,7 +205,7 @@ class _KernelGen:
             b = s.buffer
             if b.scope == "shared":   # declared at the kernel's top
                 return self.stmt(s.body, depth)
-            decl = f"{pad}  {c_type(b.dtype)} {self.buffer(b)}[{int(s.extent.value)}];"
+            decl = f"{pad}  {self.c_type(b.dtype)} {self.buffer(b)}[{int(s.extent.value)}];"
             return [f"{pad}{{", decl] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
         if isinstance(s, ir.Evaluate):
             if isinstance(s.value, ir.Prefetch):
@@ -242,7 +248,7 @@ class _KernelGen:
     def loop(self, s: ir.For, depth: int) -> list:
         pad = "  " * depth
         var = self.name(s.loop_var, s.loop_var.name)
-        ctype = c_type(s.loop_var.dtype)
+        ctype = self.c_type(s.loop_var.dtype)
         if s.kind == ir.THREAD_BINDING:
             kind, axis = s.thread_tag.split(".")
             index = f"(({ctype}){kind}.{axis})"
@@ -304,7 +310,7 @@ class _KernelGen:
         if isinstance(e, E.Var):
             return self.name(e, e.name)
         if isinstance(e, E.Const):
-            return c_literal(e)
+            return c_literal(e, self.c_types)
         if isinstance(e, E.Binary):
             return self.binary(e)
         if isinstance(e, E.Not):
@@ -312,7 +318,7 @@ class _KernelGen:
         if isinstance(e, E.Cast):
             if dt.is_bool(e.dtype):
                 return f"({self.expr(e.value)} != 0)"
-            return f"(({c_type(e.dtype)}){self.expr(e.value)})"
+            return f"(({self.c_type(e.dtype)}){self.expr(e.value)})"
         if isinstance(e, E.Select):
             return (f"({self.expr(e.cond)} ? {self.expr(e.true_value)} : "
                     f"{self.expr(e.false_value)})")
@@ -337,7 +343,7 @@ class _KernelGen:
                 # C: the arithmetic wraps in unsigned, as numpy's does.
                 unsigned = "unsigned long long" if dt.bits(e.dtype) == 64 else "unsigned"
                 text = f"(({unsigned}){a} {_INFIX[e.op]} ({unsigned}){b})"
-            return f"(({c_type(e.dtype)}){text})"  # back to the dtype, wrapping
+            return f"(({self.c_type(e.dtype)}){text})"  # back to the dtype, wrapping
         float_suffix = "f" if e.dtype == "float32" else ""
         if dt.is_float(e.dtype):
             if e.op == "div":
@@ -353,7 +359,7 @@ class _KernelGen:
         else:
             if e.op in _INT_DIVISION or e.op == "div":
                 op = "truncdiv" if e.op == "div" else e.op
-                return f"te_{op}<{c_type(e.dtype)}>({a}, {b})"
+                return f"te_{op}<{self.c_type(e.dtype)}>({a}, {b})"
         raise BuildError(f"te.build: target 'cuda' cannot generate operator {e.op!r}")
 
     def call(self, e: E.Call) -> str:
@@ -363,21 +369,21 @@ class _KernelGen:
         if e.name == "likely":
             return args[0]
         if e.name == "abs" and dt.is_integral(e.dtype):  # abs(MIN) wraps to MIN, as in numpy
-            negated = f"(({c_type(e.dtype)})(0ull - (unsigned long long){args[0]}))"
+            negated = f"(({self.c_type(e.dtype)})(0ull - (unsigned long long){args[0]}))"
             return f"({args[0]} < 0 ? {negated} : {args[0]})"
         if e.dtype not in ("float32", "float64"):
             raise BuildError(f"te.build: target 'cuda' does not support {e.name} on "
                              f"{e.dtype} yet")
         suffix = "f" if e.dtype == "float32" else ""
         if e.name == "sigmoid":
-            one = c_literal(E.const(1.0, e.dtype))
+            one = c_literal(E.const(1.0, e.dtype), self.c_types)
             return f"({one} / ({one} + exp{suffix}(-{args[0]})))"
         if e.name not in _MATH:
             raise BuildError(f"te.build: target 'cuda' has no intrinsic {e.name!r}")
         return f"{_MATH[e.name]}{suffix}({', '.join(args)})"
 
 
-def c_literal(c: E.Const) -> str:
+def c_literal(c: E.Const, c_types) -> str:
     if dt.is_bool(c.dtype):
         return "true" if c.value else "false"
     if dt.is_integral(c.dtype):
@@ -389,7 +395,7 @@ def c_literal(c: E.Const) -> str:
             return "(-2147483647 - 1)"
         text = f"{v}{suffix}"
         if dt.bits(c.dtype) < 32:
-            return f"(({c_type(c.dtype)}){text})"
+            return f"(({c_type(c.dtype, c_types)}){text})"
         return f"({text})" if v < 0 else text
     v = float(np.float32(c.value)) if c.dtype == "float32" else float(c.value)
     cast = "(float)" if c.dtype == "float32" else "(double)"

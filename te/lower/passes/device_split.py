@@ -7,13 +7,12 @@ the size variables, evaluated on the host at each call). Refuses, naming the loo
 what the CUDA code could not make agree with the loop IR: a nest with no thread-bound loop,
 a parallel loop, an axis bound twice on one path outside a shared fill, threads sharing
 storage other than 'shared' buffers; device_sync.py checks barriers, in-place updates and
-memory. Imports ir, visitor, printer, device_sync, te.compute and runtime.cuda (limits).
+memory. CUDA's launch limits come with the target (te.target, from runtime.cuda). Imports
+ir, visitor, printer, device_sync and te.compute.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from runtime.cuda import MAX_BLOCK, MAX_GRID, MAX_THREADS_PER_BLOCK
 
 from ... import dtype as dt
 from ...compute import expr as E
@@ -54,7 +53,9 @@ class DevicePlan:
     kernels: tuple       # KernelParts, launched in order
 
 
-def split_host_device(func: ir.PrimFunc) -> DevicePlan:
+def split_host_device(func: ir.PrimFunc, target) -> DevicePlan:
+    """The kernels of `func` and their launches; `target` (a te.target.Target for 'cuda')
+    gives the launch limits."""
     temporaries: list = []
     nests: list = []
     _collect_top(func.body, temporaries, nests)
@@ -78,7 +79,7 @@ def split_host_device(func: ir.PrimFunc) -> DevicePlan:
                              f"te.thread_axis('blockIdx.x')) and te.thread_axis('threadIdx.x')")
         extents = {tag: _launch_extent(tag, exprs, host_vars)
                    for tag, exprs in checker.extents.items()}
-        _check_static_limits(extents)
+        _check_static_limits(extents, target)
         for b in checker.buffers.values():
             if b.data not in known and b.data not in checker.local:
                 raise BuildError(f"te.build: target 'cuda': buffer '{b.name}' is neither an "
@@ -358,17 +359,18 @@ def evaluate_on_host(x: E.Expr, sizes: dict) -> int:
     return _INT_OPS[x.op](evaluate_on_host(x.a, sizes), evaluate_on_host(x.b, sizes))
 
 
-def _check_static_limits(extents: dict) -> None:
+def _check_static_limits(extents: dict, target) -> None:
     """Limits CUDA puts on every launch, checked now when the extents are constants."""
+    max_threads = target.max_threads_per_block
     block = [extents.get(tag) for tag in BLOCK_TAGS]
     if all(x is None or isinstance(x, E.Const) for x in block):
         values = [1 if x is None else int(x.value) for x in block]
         total = values[0] * values[1] * values[2]
-        if total > MAX_THREADS_PER_BLOCK:
+        if total > max_threads:
             raise BuildError(f"te.build: target 'cuda': {total} threads per block "
                              f"(threadIdx x, y, z = {values}); CUDA allows at most "
-                             f"{MAX_THREADS_PER_BLOCK}")
-    for tags, limits in ((BLOCK_TAGS, MAX_BLOCK), (GRID_TAGS, MAX_GRID)):
+                             f"{max_threads}")
+    for tags, limits in ((BLOCK_TAGS, target.max_block), (GRID_TAGS, target.max_grid)):
         for tag, limit in zip(tags, limits):
             x = extents.get(tag)
             if isinstance(x, E.Const) and int(x.value) > limit:
