@@ -157,7 +157,7 @@ def _build(sch, args, target, name: str, instrument_bound_checkers):
         return build_cuda(func, signature_of(func), target)
     refuse_thread_binding(func.body)
     signature_of(func)  # argument errors before code generation
-    gen = ModuleGen(func, runtime.parallel_available(), target.features)
+    gen = ModuleGen(func, runtime.parallel_available(), target.features, target.index_limit)
     ll = str(gen.module)
     signature = signature_of(func, tuple(gen.heap_buffers), gen.checked_buffers)
     try:

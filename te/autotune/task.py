@@ -85,7 +85,8 @@ def compile_job(task, cfg, parallel: bool, target="llvm"):
         return None, R.MeasureResult(error=R.INSTANTIATION_ERROR, msg=str(err))
     try:
         func = lower(s, args, target, name="main")
-        ll = codegen_llvm(func, parallel=parallel, features=target.features)
+        ll = codegen_llvm(func, parallel=parallel, features=target.features,
+                          index_limit=target.index_limit)
         sig = signature_of(func).to_json()
     except Exception as err:  # noqa: BLE001 - a lowering bug fails one trial, not the run
         return None, R.MeasureResult(error=R.LOWER_ERROR, msg=f"{type(err).__name__}: {err}")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from llvmlite import binding as llvm
 
+from runtime.checker import INDEX_LIMIT
 from te.compute import expr as E
 from te.errors import BuildError
 from te.lower import ir
@@ -48,14 +49,14 @@ def optimized_module(text: str):
 
 
 def assembly(func: ir.PrimFunc, parallel: bool = True) -> str:
-    mod, tm = optimized_module(codegen_llvm(func, parallel))
+    mod, tm = optimized_module(codegen_llvm(func, parallel, index_limit=INDEX_LIMIT))
     return tm.emit_assembly(mod)
 
 
 def compile_func(func: ir.PrimFunc, parallel: bool = True):
     """A Python callable taking numpy arrays (for buffers) then Python numbers (scalars)."""
     llvm.load_library_permanently("libgomp.so.1")
-    text = codegen_llvm(func, parallel)
+    text = codegen_llvm(func, parallel, index_limit=INDEX_LIMIT)
     mod, tm = optimized_module(text)
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
@@ -296,7 +297,7 @@ def test_lazy_select_guards_out_of_bounds_load():
     value = E.Select("float32", inside, ir.Load("float32", a, shifted), E.Const("float32", 0.0))
     body = ir.For(i, i32(0), i32(n + 2 * pad), ir.SERIAL, ir.Store(out, i, value))
     f = ir.PrimFunc("pad", (a, out), (), body)
-    assert "phi" in codegen_llvm(f)
+    assert "phi" in codegen_llvm(f, index_limit=INDEX_LIMIT)
     data, guard = guarded_page_array(n)
     data[:] = RNG.standard_normal(n).astype("float32")
     result = np.zeros(n + 2 * pad, "float32")
@@ -341,7 +342,7 @@ def test_scalar_params_and_let_and_if():
 
 def test_signature_attributes():
     f = elementwise("sig", N, ["float32"], "float32", lambda x: x)
-    text = codegen_llvm(f)
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
     define = next(line for line in text.splitlines() if line.startswith("define"))
     assert define.startswith('define i32 @"sig"(ptr ')
     for attr in ("noalias", "nonnull", "captures(none)"):
@@ -355,14 +356,14 @@ def test_thread_binding_is_a_build_error():
     body = ir.For(i, i32(0), i32(32), ir.THREAD_BINDING, ir.Store(out, i, E.Const("float32", 1.0)),
                   thread_tag="threadIdx.x")
     with pytest.raises(BuildError, match="thread-bound loops need target 'cuda'"):
-        codegen_llvm(ir.PrimFunc("bad", (out,), (), body))
+        codegen_llvm(ir.PrimFunc("bad", (out,), (), body), index_limit=INDEX_LIMIT)
 
 
 def test_unbound_buffer_is_a_build_error():
     out, tmp = buffer("out", "float32", 4), buffer("tmp", "float32", 4)
     body = ir.Store(out, i32(0), ir.Load("float32", tmp, i32(0)))
     with pytest.raises(BuildError, match="tmp"):
-        codegen_llvm(ir.PrimFunc("bad2", (out,), (), body))
+        codegen_llvm(ir.PrimFunc("bad2", (out,), (), body), index_limit=INDEX_LIMIT)
 
 
 def test_smoke_add():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from runtime.checker import INDEX_LIMIT
 from te.codegen.llvm.codegen import codegen_llvm
 from te.compute import expr as E
 from te.lower import ir
@@ -44,7 +45,7 @@ def test_constants_print_in_twos_complement():
     out8, out32 = buffer("o8", "uint8", 1), buffer("o32", "uint32", 1)
     body = ir.SeqStmt((ir.Store(out8, i32(0), E.Const("uint8", 255)),
                        ir.Store(out32, i32(0), E.Const("uint32", 2 ** 32 - 2))))
-    text = codegen_llvm(ir.PrimFunc("c", (out8, out32), (), body))
+    text = codegen_llvm(ir.PrimFunc("c", (out8, out32), (), body), index_limit=INDEX_LIMIT)
     assert "store i8 -1," in text and "store i32 -2," in text
 
 

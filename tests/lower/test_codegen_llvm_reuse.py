@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from runtime.checker import INDEX_LIMIT
 from te.compute import expr as E
 from te.lower import ir
 from te.codegen.llvm.codegen import codegen_llvm
@@ -36,9 +37,11 @@ def test_floor_division_by_constants_on_negative_numbers(dtype, c):
 
 
 def test_power_of_two_divisor_is_a_shift_and_a_mask():
-    text = codegen_llvm(_const_divisor_func("p2", "int32", "floordiv", 32, 8))
+    text = codegen_llvm(_const_divisor_func("p2", "int32", "floordiv", 32, 8),
+                        index_limit=INDEX_LIMIT)
     assert "ashr i32" in text and "sdiv" not in text and "srem" not in text
-    text = codegen_llvm(_const_divisor_func("p2m", "int32", "floormod", 32, 8))
+    text = codegen_llvm(_const_divisor_func("p2m", "int32", "floormod", 32, 8),
+                        index_limit=INDEX_LIMIT)
     assert "and i32" in text and "srem" not in text
 
 
@@ -60,7 +63,7 @@ def _unrolled_copy(n_copies: int) -> ir.PrimFunc:
 
 
 def test_repeated_index_arithmetic_and_loads_are_emitted_once():
-    text = codegen_llvm(_unrolled_copy(4))
+    text = codegen_llvm(_unrolled_copy(4), index_limit=INDEX_LIMIT)
     body = text.split("for_i_body:")[1]
     assert body.count(" mul nsw i32") == 1
     # a[i*4] (k = 0 and the common factor) plus a[i*4 + 1..3]

@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+from runtime.checker import INDEX_LIMIT
 from te.compute import expr as E
 from te.lower import ir
 from te.codegen.llvm.codegen import codegen_llvm
@@ -37,7 +38,7 @@ def vector_fma_func(n_vec: int, lanes: int = 8) -> ir.PrimFunc:
 
 def test_vector_multiply_add_runs_and_uses_fma():
     f = vector_fma_func(13)
-    text = codegen_llvm(f)
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
     assert "load <8 x float>" in text and "store <8 x float>" in text
     a, b, c = (random_array("float32", 104) for _ in range(3))
     out = c.copy()
@@ -96,7 +97,7 @@ def test_vector_intrinsic_and_libm_scalarization():
     value = binop("add", E.Call("float32x8", "exp", (x,)), E.Call("float32x8", "tanh", (x,)))
     f = ir.PrimFunc("vexp", (a, out), (), ir.For(i, i32(0), i32(5), ir.SERIAL,
                                                  ir.Store(out, idx, value)))
-    text = codegen_llvm(f)
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
     # float32 vector exp is an inline polynomial (llvm.exp.v8f32 would become 8 expf calls)
     assert "llvm.fmuladd.v8f32" in text and "expf" not in text and "tanhf" in text
     p = RNG.uniform(-3, 3, n).astype("float32")
@@ -148,7 +149,7 @@ def allocate_func(extent: int | E.Var, scalar_params: tuple = ()) -> ir.PrimFunc
 @pytest.mark.parametrize("extent", [37, 100_003])
 def test_allocate_small_on_stack_and_large_on_heap(extent):
     f = allocate_func(extent)
-    text = codegen_llvm(f)
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
     assert ("alloca [37 x float], align 64" in text) == (extent == 37)
     assert ("aligned_alloc" in text) == (extent != 37)
     x = random_array("float32", extent)
@@ -184,7 +185,7 @@ def parallel_func(rows: int, cols: E.Var, first: int = 0) -> ir.PrimFunc:
 def test_parallel_loop_writes_every_element(parallel):
     rows, cols = 103, 8
     f = parallel_func(rows, E.Var("cols", "int32"))
-    text = codegen_llvm(f, parallel=parallel)
+    text = codegen_llvm(f, parallel=parallel, index_limit=INDEX_LIMIT)
     assert ("GOMP_parallel" in text) == parallel
     # threads claim chunks of the loop from a shared 64-bit counter
     assert bool(re.search(r"atomicrmw add ptr %\S+, i64 ", text)) == parallel
@@ -257,7 +258,7 @@ def test_parallel_inside_serial_with_nested_parallel_and_local_alloc():
                   ir.For(i, i32(0), i32(n), ir.PARALLEL,
                          ir.Allocate(tmp, i32(4), ir.seq(fill, store))))
     f = ir.PrimFunc("nested_par", (out,), (), body)
-    text = codegen_llvm(f)
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
     assert text.count("call void @\"GOMP_parallel\"") == 1
     result = np.zeros(outer_n * n, "int64")
     compile_func(f)(result)
@@ -272,7 +273,7 @@ def test_unrolled_loop(extent):
     body = ir.For(i, i32(0), i32(extent), ir.UNROLLED,
                   ir.Store(out, i, binop("mul", ir.Load("int32", a, i), i)))
     f = ir.PrimFunc(f"unroll_{extent}", (a, out), (), body)
-    text = codegen_llvm(f)
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
     assert ("llvm.loop.unroll.full" in text) == (extent > 16)
     x = random_array("int32", extent)
     result = np.zeros(extent, "int32")
@@ -288,7 +289,7 @@ def test_vectorized_kind_loop_gets_metadata_and_runs():
                   ir.Store(out, i, binop("max", ir.Load("float32", a, i),
                                          E.Const("float32", 0.0))))
     f = ir.PrimFunc("relu", (a, out), (), body)
-    assert "llvm.loop.vectorize.enable" in codegen_llvm(f)
+    assert "llvm.loop.vectorize.enable" in codegen_llvm(f, index_limit=INDEX_LIMIT)
     x = random_array("float32", n)
     result = np.zeros(n, "float32")
     compile_func(f)(x, result)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from test_codegen_cuda import bind, run_emulated
 
+from runtime.checker import INDEX_LIMIT
 import te
 from te.codegen.llvm.codegen import codegen_llvm
 from te.lower.interp import run_func
@@ -97,7 +98,7 @@ def test_simplifier_keeps_what_may_wrap_and_folds_what_cannot():
 def test_only_index_arithmetic_is_marked_no_signed_wrap():
     A = te.placeholder((40, 40), "int32", name="A")
     C = te.compute((40, 40), lambda i, j: A[i, j] * 3 + A[j, i] * 5, name="C")
-    ll = codegen_llvm(te.lower(te.create_schedule(C.op), [A, C]))
+    ll = codegen_llvm(te.lower(te.create_schedule(C.op), [A, C]), index_limit=INDEX_LIMIT)
     body = ll.split("define")[1]
     assert "mul nsw i32 %\"i\", 40" in body or "mul nsw i32 %i, 40" in body
     data = [line for line in body.splitlines() if " 3" in line and "mul" in line]

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from runtime.checker import INDEX_LIMIT
 from te.codegen.llvm.codegen import codegen_llvm, refuse_thread_binding
 from te.compute import expr as E
 from te.errors import BuildError
@@ -107,7 +108,7 @@ def test_llvm_codegen_refuses_thread_binding_as_te_build_does():
     body = loop("tx", ir.Store(a, i32(0), E.Const("float32", 1.0)), ir.THREAD_BINDING,
                 "threadIdx.x")
     with pytest.raises(BuildError, match=REFUSED):
-        codegen_llvm(ir.PrimFunc("bound", (a,), (), ir.SeqStmt((body,))))
+        codegen_llvm(ir.PrimFunc("bound", (a,), (), ir.SeqStmt((body,))), index_limit=INDEX_LIMIT)
 
 
 def test_loop_partition_collects_guards_under_deep_nests():

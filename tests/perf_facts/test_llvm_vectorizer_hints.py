@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 
+from runtime.checker import INDEX_LIMIT
 import te
 from te.codegen.llvm.codegen import codegen_llvm
 from helpers import check_schedule
@@ -17,7 +18,7 @@ OFF = '!{ !"llvm.loop.vectorize.enable", i1 0 }'
 
 
 def _ll(s, args) -> str:
-    return codegen_llvm(te.lower(s, args))
+    return codegen_llvm(te.lower(s, args), index_limit=INDEX_LIMIT)
 
 
 def test_the_gemm_chain_blocking_step_has_no_gathers_or_scatters():

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+from runtime.checker import INDEX_LIMIT
 import te
 from te.codegen.llvm.codegen import codegen_llvm
 from te.lower.interp import run_func
@@ -104,7 +105,8 @@ def test_nontemporal_store_on_a_layernorm_row_loop_keeps_local_buffers_cached():
         var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
         return (x - mean) / np.sqrt(var + 1e-5) * gamma + beta
     check_schedule(s, [X, g, b], [Y], ref, rtol=1e-4, atol=1e-4)
-    ll = codegen_llvm(te.lower(s, [X, g, b, Y]))   # before LLVM's passes: named pointers
+    # before LLVM's passes: named pointers
+    ll = codegen_llvm(te.lower(s, [X, g, b, Y]), index_limit=INDEX_LIMIT)
     bases = set()
     for fn in ll.split("\ndefine "):  # value names repeat from one function to the next
         defs = dict(re.findall(r'(%"?[\w.]+"?) = getelementptr inbounds \w+, ptr (%"?\w+"?)',
@@ -161,7 +163,7 @@ def test_a_failure_return_fences_the_streamed_stores():
     s[B].vectorize(ji)
     s[T].compute_at(s[B], B.op.axis[0])
     s[B].pragma(B.op.axis[0], NT)
-    ll = codegen_llvm(te.lower(s, [A, B]))
+    ll = codegen_llvm(te.lower(s, [A, B]), index_limit=INDEX_LIMIT)
     blocks = ll.split("\nfail")[1:]
     assert blocks and all("llvm.x86.sse.sfence" in b.split("ret ")[0] for b in blocks)
     check_schedule(s, [A], [B], lambda a: (a + 1) * 2)
@@ -178,7 +180,7 @@ def test_streamed_stores_are_fenced_before_a_parallel_loop_reads_them():
     s[B].vectorize(ji)
     s[B].pragma(jo, NT)
     s[C].parallel(C.op.axis[0])
-    ll = codegen_llvm(te.lower(s, [A, B, C]))
+    ll = codegen_llvm(te.lower(s, [A, B, C]), index_limit=INDEX_LIMIT)
     before_launch = ll.split("@GOMP_parallel(ptr")[0].split("define i32 @")[-1]
     assert "llvm.x86.sse.sfence" in before_launch
     check_schedule(s, [A], [B, C], lambda a: [a + 1, (a + 1) * 2])

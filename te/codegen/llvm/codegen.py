@@ -51,8 +51,6 @@ _TRACKS_MEMORY = (tir.Store, tir.SeqStmt)
 _FOLD = {"add": (lambda x, y: x + y, 0), "sub": (lambda x, y: x - y, 0),
          "mul": (lambda x, y: x * y, 1)}
 _MAX_STACK_BYTES = 64 * 1024
-# Indices are int32; the same headroom for split loops as runtime.checker.INDEX_LIMIT.
-_INDEX_LIMIT = 2**31 - 2**20
 _FULL_UNROLL_LIMIT = 16
 
 
@@ -86,21 +84,24 @@ def refuse_thread_binding(s: tir.Stmt) -> None:
                              f"(remove the bind for target 'llvm')")
 
 
-def codegen_llvm(func: tir.PrimFunc, parallel: bool = True,
-                 features: frozenset = frozenset()) -> str:
+def codegen_llvm(func: tir.PrimFunc, parallel: bool = True, features: frozenset = frozenset(),
+                 *, index_limit: int) -> str:
     """LLVM IR text of `func`; parallel=False runs parallel loops serially (no libgomp).
     `features`: the CPU features the code will run with (LLVM names, such as "avx512f");
-    the IR may use instructions of those, and is portable LLVM without them."""
-    return str(ModuleGen(func, parallel, features).module)
+    the IR may use instructions of those, and is portable LLVM without them.
+    `index_limit`: the target's (te.Target.index_limit); a heap buffer has fewer elements."""
+    return str(ModuleGen(func, parallel, features, index_limit).module)
 
 
 class ModuleGen:
     """One llvmlite module: the entry function, outlined parallel bodies, declarations."""
 
-    def __init__(self, func: tir.PrimFunc, parallel: bool, features: frozenset = frozenset()):
+    def __init__(self, func: tir.PrimFunc, parallel: bool, features: frozenset,
+                 index_limit: int):
         self.func = func
         self.parallel = parallel
         self.features = frozenset(features)
+        self.index_limit = index_limit   # indices are int32, with headroom for split loops
         self.module = ir.Module(name=func.name)
         self.module.triple = llvm.get_process_triple()
         self.n_outlined = 0
@@ -285,7 +286,7 @@ class FuncGen(BlockValues):
             self.env[s.buffer.data] = self.alloca(ir.ArrayType(elem, n), align=64)
             yield s.body
             return
-        if isinstance(extent, E.Const) and int(extent.value) >= _INDEX_LIMIT:
+        if isinstance(extent, E.Const) and int(extent.value) >= self.mod.index_limit:
             raise BuildError(f"te.build: buffer '{s.buffer.name}' has {int(extent.value)} "
                              f"elements, beyond the int32 index range; int64 indexing is not "
                              f"supported yet")
@@ -293,7 +294,7 @@ class FuncGen(BlockValues):
         self.mod.heap_buffers.append(s.buffer.name)
         # In i64: n * n of int32 sizes may overflow int32 and must still be caught here.
         count = self.expr_i64(extent)
-        self.fail_if(self.b.icmp_unsigned(">=", count, I64(_INDEX_LIMIT)), I32(-3 - 2 * k))
+        self.fail_if(self.b.icmp_unsigned(">=", count, I64(self.mod.index_limit)), I32(-3 - 2 * k))
         nbytes = self.b.mul(count, I64(size))
         nbytes = self.b.and_(self.b.add(nbytes, I64(64)), I64(~63))  # >0, multiple of 64
         aligned_alloc = self.mod.declare("aligned_alloc", PTR, [I64, I64])
