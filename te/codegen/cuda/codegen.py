@@ -25,6 +25,7 @@ from ...errors import BuildError
 from ...lower import ir
 from ...lower.passes.device_split import DevicePlan, KernelPart
 from ...lower.passes.device_sync import loaded_buffers, shared_arrays, stored_buffers
+from ...lower.passes.storage_flatten import NameTable
 
 # Integer division and modulo with te's semantics for any integer type: floor (Python's,
 # te's floordiv/floormod) or truncating (C's `/` and `%`), and numpy's answers where C's
@@ -136,7 +137,7 @@ class _KernelGen:
         self.part = part
         self.c_types = c_types
         self.names: dict = {}
-        self.taken: set = set(_RESERVED)
+        self.taken = NameTable(_RESERVED)
         self.stored = stored_buffers(part.body)
         self.uses_barriers = False
         self.filling = False    # emitting a statement that fills shared memory
@@ -158,12 +159,7 @@ class _KernelGen:
             if base[0].isdigit() or base[0] == "_" or base.startswith(("te_", "pthread")) \
                     or macro_like:
                 base = "v_" + base
-            got, k = base, 0
-            while got in self.taken:
-                k += 1
-                got = f"{base}_{k}"
-            self.taken.add(got)
-            self.names[key] = got
+            got = self.names[key] = self.taken.get(base)
         return got
 
     def kernel(self, buffers: list, scalars: tuple) -> tuple:

@@ -16,10 +16,11 @@ from ..visitor import Mutator
 
 
 class NameTable:
-    """Hands out unique names: the first 'C' stays 'C', the next becomes 'C_1'."""
+    """Hands out unique names: the first 'C' stays 'C', the next becomes 'C_1'; `reserved`
+    names are never handed out."""
 
-    def __init__(self):
-        self.used: set = set()
+    def __init__(self, reserved=()):
+        self.used: set = set(reserved)
 
     def get(self, name: str) -> str:
         cand, k = name, 0
