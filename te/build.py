@@ -17,7 +17,7 @@ from .codegen.llvm.codegen import ModuleGen, refuse_thread_binding
 from .compute.expr import Const, Var
 from .errors import TOO_DEEP, BuildError
 from .lower import ir, pipeline
-from .lower.passes.device_sync import stored_buffers
+from .lower.buffers import stored_buffers
 from .schedule.schedule import Schedule
 from .target import Target, parse_target
 
@@ -105,18 +105,30 @@ def _check_bound_checkers(on, sch, kind: str) -> None:
                          "True to te.lower instead")
 
 
+def emit_llvm(func: ir.PrimFunc, target: Target, parallel: bool) -> tuple:
+    """(LLVM IR text, KernelSignature) of a function lowered for `target` (kind 'llvm'):
+    what te.build compiles here and the tuner's workers compile in their processes.
+    parallel=False runs parallel loops serially."""
+    refuse_thread_binding(func.body)
+    signature_of(func)  # argument errors before code generation
+    gen = ModuleGen(func, parallel, target.features, target.index_limit)
+    ll = str(gen.module)
+    return ll, signature_of(func, tuple(gen.heap_buffers), gen.checked_buffers)
+
+
 def lower(sch, args, name: str = "main", dump_after: str | None = None,
           simple_mode: bool = False, target="llvm", instrument_bound_checkers: bool = False,
-          target_kind: str | None = None) -> ir.PrimFunc:
+          target_kind: str | None = None, stop_after: str | None = None) -> ir.PrimFunc:
     """te.lower: the lowered function of schedule `sch` taking `args` (tensors) in order,
     through te/lower/pipeline.py's passes for `target` (a string or te.target.Target;
     target_kind, its kind alone, is the older spelling). dump_after: a pass name or "all"
-    prints the IR after it. instrument_bound_checkers: check at run time every access not
-    proven in bounds."""
+    prints the IR after it; stop_after: a pass name, the function as it leaves it.
+    instrument_bound_checkers: check at run time every access not proven in bounds."""
     target = parse_target(target if target_kind is None else target_kind, who="te.lower")
     return pipeline.lower(sch, args, target, name=name, dump_after=dump_after,
                           simple_mode=simple_mode,
-                          instrument_bound_checkers=instrument_bound_checkers)
+                          instrument_bound_checkers=instrument_bound_checkers,
+                          stop_after=stop_after)
 
 
 def build(sch, args=None, target="llvm", name: str = "main",
@@ -155,11 +167,7 @@ def _build(sch, args, target, name: str, instrument_bound_checkers):
     if target.kind == "cuda":
         from .build_cuda import build_cuda
         return build_cuda(func, signature_of(func), target)
-    refuse_thread_binding(func.body)
-    signature_of(func)  # argument errors before code generation
-    gen = ModuleGen(func, runtime.parallel_available(), target.features, target.index_limit)
-    ll = str(gen.module)
-    signature = signature_of(func, tuple(gen.heap_buffers), gen.checked_buffers)
+    ll, signature = emit_llvm(func, target, runtime.parallel_available())
     try:
         lib = runtime.compile_llvm(ll, cpu=target.get("mcpu"), features=target.get("mattr"),
                                    opt_level=int(target.get("opt-level", 3)))

@@ -5,7 +5,7 @@ gives a fixed-length float vector: loop structure (extents and kinds of the inne
 loops, parallel/vector/unroll totals), per-access innermost stride classes weighted by how
 often they run, FLOPs and bytes estimates, and the memory footprint touched below each of
 the innermost loop levels (a cache-tile size). Values are log2(1 + x) so that the model sees
-ratios. Imports te.compute.expr and te.lower (ir, visitor).
+ratios. Imports te.compute.expr, te.lower (ir, visitor, the pipeline) and te.target.
 """
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ import math
 
 from ..compute import expr as E
 from ..lower import ir
-from ..lower.build_loops import schedule_to_stmt
-from ..lower.passes.software_pipeline import software_pipeline
-from ..lower.passes.storage_flatten import storage_flatten
+from ..lower.pipeline import lower
 from ..lower.visitor import stmt_children
 from ..target import parse_target
 
@@ -202,10 +200,8 @@ def lower_for_features(sch, args) -> ir.PrimFunc:
     """Loop nests after storage flattening and software pipelining (Stage.pipeline moves
     and doubles buffers, and joins loops), before the (slow) simplify/vectorize passes:
     loop kinds are still annotations and that is all the features need."""
-    tensors = [sch[a].op.output(a.value_index) for a in args]
-    index_limit = parse_target("llvm").index_limit   # the tuner's target (options.py)
-    params, body = storage_flatten(schedule_to_stmt(sch, tensors, index_limit), tensors)
-    return ir.PrimFunc("features", params, (), software_pipeline(body))
+    return lower(sch, args, parse_target("llvm"), name="features",   # the tuner's target
+                 stop_after="software_pipeline")
 
 
 def extract(func: ir.PrimFunc) -> list:

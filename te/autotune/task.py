@@ -8,8 +8,7 @@ auto_space, measure, records and workload.
 """
 from __future__ import annotations
 
-from ..build import signature_of
-from ..codegen.llvm.codegen import codegen_llvm
+from ..build import emit_llvm
 from ..compute import expr as E
 from ..compute.tensor import ComputeOp, PlaceholderOp
 from ..errors import ArgumentError, ScheduleError
@@ -85,9 +84,8 @@ def compile_job(task, cfg, parallel: bool, target="llvm"):
         return None, R.MeasureResult(error=R.INSTANTIATION_ERROR, msg=str(err))
     try:
         func = lower(s, args, target, name="main")
-        ll = codegen_llvm(func, parallel=parallel, features=target.features,
-                          index_limit=target.index_limit)
-        sig = signature_of(func).to_json()
+        ll, sig = emit_llvm(func, target, parallel)
+        sig = sig.to_json()
     except Exception as err:  # noqa: BLE001 - a lowering bug fails one trial, not the run
         return None, R.MeasureResult(error=R.LOWER_ERROR, msg=f"{type(err).__name__}: {err}")
     return Job(ll, sig, cfg.to_json_dict() if cfg is not None else {}), None

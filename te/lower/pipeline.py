@@ -35,6 +35,12 @@ def _sizes(func: ir.PrimFunc) -> dict:
     return {v: (0, None) for v in func.scalar_params}
 
 
+# The road from a schedule to the finished loop IR starts with two passes that build the
+# function: the schedule's loop nests over tensors (build_loops.schedule_to_stmt; with
+# stop_after it gives a function with no buffers yet), then flat buffers and the function's
+# parameters (passes/storage_flatten).
+FRONT = ("schedule_to_stmt", "storage_flatten")
+
 # The passes that run on the flattened IR, in order; each takes and gives a PrimFunc body.
 PASSES = (
     # Stage.pipeline: the marked loops as prologue, steady state and epilogue
@@ -68,12 +74,15 @@ SKIPPED_FOR = {"llvm": (), "cuda": ("loop_partition", "simplify_partitioned", "v
 
 def lower(sch: Schedule, args: list, target, name: str = "main",
           dump_after: str | None = None, simple_mode: bool = False,
-          instrument_bound_checkers: bool = False) -> ir.PrimFunc:
+          instrument_bound_checkers: bool = False, stop_after: str | None = None) -> ir.PrimFunc:
     """The lowered function of schedule `sch` taking `args` (tensors) in order, for `target`
     (a te.target.Target; kind 'cuda' lowers for the GPU code generator, see SKIPPED_FOR).
-    instrument_bound_checkers: check at run time every access not proven in bounds."""
+    instrument_bound_checkers: check at run time every access not proven in bounds.
+    stop_after: a pass name (FRONT or PASSES); the function as that pass leaves it (a pass
+    the target skips or nobody asked for leaves it as the passes before it did)."""
     try:
-        return _lower(sch, args, name, dump_after, target, instrument_bound_checkers)
+        return _lower(sch, args, name, dump_after, target, instrument_bound_checkers,
+                      stop_after)
     except RecursionError:
         # the passes walk expressions and nested statements with their own stacks; what
         # still recurses (an analysis of one deep index) ends here, not in a bare error
@@ -81,7 +90,7 @@ def lower(sch: Schedule, args: list, target, name: str = "main",
 
 
 def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target,
-           instrument_bound_checkers: bool) -> ir.PrimFunc:
+           instrument_bound_checkers: bool, stop_after: str | None) -> ir.PrimFunc:
     target_kind = target.kind
     skipped = set(SKIPPED_FOR[target_kind]) | _unrequested(
         instrument_bound_checkers=instrument_bound_checkers)
@@ -93,21 +102,46 @@ def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target,
                             f"{type(sch).__name__}")
     if not isinstance(name, str) or not name.isidentifier():
         raise LoweringError(f"te.lower: name must be an identifier, got {name!r}")
+    if stop_after is not None and stop_after not in PASS_NAMES:
+        raise LoweringError(f"te.lower: stop_after must be one of {', '.join(PASS_NAMES)}, "
+                            f"got {stop_after!r}")
     dump_after = dump_after or os.environ.get("TE_DUMP_IR")
     tensors = _check_args(sch, args)
     _check_attachments(sch, tensors)
+    func = _front(sch, tensors, name, target, dump_after, stop_after)
+    if stop_after in FRONT:
+        return func
+    for pass_name, fn in PASSES:
+        if pass_name not in skipped:
+            func = ir.PrimFunc(func.name, func.params, func.scalar_params, fn(func),
+                               func.attrs)
+            verify_func(func, pass_name)
+            _dump(func, pass_name, dump_after)
+        if pass_name == stop_after:
+            break
+    return func
+
+
+PASS_NAMES = FRONT + tuple(name for name, _ in PASSES)
+
+
+def _front(sch: Schedule, tensors: list, name: str, target, dump_after: str | None,
+           stop_after: str | None) -> ir.PrimFunc:
+    """The FRONT passes: the function of the schedule's loop nests, flattened unless
+    stop_after is 'schedule_to_stmt' (then its body reads and writes tensors, and it has
+    no buffer parameters yet). dump_after='all' starts at storage_flatten, as it did."""
     body = schedule_to_stmt(sch, tensors, target.index_limit)
+    scalars = _scalar_params(tensors)
+    if stop_after == "schedule_to_stmt" or dump_after == "schedule_to_stmt":
+        nests = ir.PrimFunc(name, (), scalars, body)
+        _dump(nests, "schedule_to_stmt", dump_after)
+        if stop_after == "schedule_to_stmt":
+            return nests
     params, body = storage_flatten(body, tensors)
-    func = ir.PrimFunc(name, params, _scalar_params(tensors), body)
+    func = ir.PrimFunc(name, params, scalars, body)
     _check_free_vars(func)
     verify_func(func, "storage_flatten")
     _dump(func, "storage_flatten", dump_after)
-    for pass_name, fn in PASSES:
-        if pass_name in skipped:
-            continue
-        func = ir.PrimFunc(func.name, func.params, func.scalar_params, fn(func), func.attrs)
-        verify_func(func, pass_name)
-        _dump(func, pass_name, dump_after)
     return func
 
 

@@ -24,7 +24,8 @@ from ...compute import expr as E
 from ...errors import BuildError
 from ...lower import ir
 from ...lower.passes.device_split import DevicePlan, KernelPart
-from ...lower.passes.device_sync import loaded_buffers, shared_arrays, stored_buffers
+from ...lower.buffers import loaded_buffers, stored_buffers
+from ...lower.passes.device_sync import shared_arrays
 from ...lower.passes.storage_flatten import NameTable
 
 # Integer division and modulo with te's semantics for any integer type: floor (Python's,

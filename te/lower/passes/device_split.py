@@ -8,7 +8,7 @@ what the CUDA code could not make agree with the loop IR: a nest with no thread-
 a parallel loop, an axis bound twice on one path outside a shared fill, threads sharing
 storage other than 'shared' buffers; device_sync.py checks barriers, in-place updates and
 memory. CUDA's launch limits come with the target (te.target, from runtime.cuda). Imports
-ir, visitor, printer, device_sync and te.compute.
+ir, buffers, visitor, printer, device_sync and te.compute.
 """
 from __future__ import annotations
 
@@ -18,11 +18,12 @@ from ... import dtype as dt
 from ...compute import expr as E
 from ...errors import BuildError
 from .. import ir
+from ..buffers import allocated_buffers, loaded_buffers, stored_buffers
 from ..printer import print_expr
 from ..visitor import stmt_children, walk_stmts
-from .device_sync import (BLOCK_TAGS, allocated_buffers, check_barriers, check_in_place_updates,
-                          check_memory_limits, filled_name, fills_shared_only, loaded_buffers,
-                          stage_name, stored_buffers, updated_buffers)
+from .device_sync import (BLOCK_TAGS, check_barriers, check_in_place_updates,
+                          check_memory_limits, filled_name, fills_shared_only, stage_name,
+                          updated_buffers)
 
 GRID_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 

@@ -1,10 +1,11 @@
 """What the threads of a kernel share, and the checks that keep them from racing.
 
 Takes one kernel's statement (device_split.py) and gives: which statements fill shared
-memory (barriers go around them, te/codegen/cuda/codegen.py), and refusals where the CUDA code would
-differ from the loop IR's meaning: a barrier not every thread of a block reaches; a buffer
-updated in place (a reduction) by threads that do not split its elements among them;
-shared or per-thread memory over CUDA's limits. Imports ir, visitor, printer, te.compute.
+memory (barriers go around them, te/codegen/cuda/codegen.py), and refusals where the CUDA
+code would differ from the loop IR's meaning: a barrier not every thread of a block
+reaches; a buffer updated in place (a reduction) by threads that do not split its elements
+among them; shared or per-thread memory over CUDA's limits. Imports ir, buffers, visitor,
+printer, te.compute.
 """
 from __future__ import annotations
 
@@ -13,34 +14,13 @@ import numpy as np
 from ...compute import expr as E
 from ...errors import BuildError
 from .. import ir
+from ..buffers import allocated_buffers, loaded_buffers, stored_buffers
 from ..printer import print_expr
-from ..visitor import pre_order_exprs, stmt_children, walk_stmts
+from ..visitor import stmt_children, walk_stmts
 
 BLOCK_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 MAX_SHARED_BYTES = 48 * 1024         # static __shared__ per block
 MAX_LOCAL_BYTES = 512 * 1024         # per-thread arrays (CUDA's local memory per thread)
-
-
-def stored_buffers(s: ir.Stmt) -> set:
-    """The data Vars of every buffer that `s` stores to."""
-    return {n.buffer.data for n in walk_stmts(s) if isinstance(n, ir.Store)}
-
-
-def allocated_buffers(s: ir.Stmt, scope: str | None = None) -> set:
-    """The data Vars of the buffers allocated inside `s` (of `scope`, if given)."""
-    return {n.buffer.data for n in walk_stmts(s) if isinstance(n, ir.Allocate)
-            and (scope is None or n.buffer.scope == scope)}
-
-
-def loaded_buffers(s: ir.Stmt) -> set:
-    """The data Vars of every buffer that `s` reads."""
-    found: set = set()
-
-    def visit(e):
-        if isinstance(e, ir.Load):
-            found.add(e.buffer.data)
-    pre_order_exprs(s, visit)
-    return found
 
 
 def shared_arrays(s: ir.Stmt) -> dict:

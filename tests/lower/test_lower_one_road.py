@@ -1,0 +1,104 @@
+"""One road from a schedule to code: te/lower/pipeline.py names every pass from the schedule
+on (schedule_to_stmt, storage_flatten, then PASSES) and stops after any of them; te.build,
+the tuner's compile job and the cost model's features all take it."""
+import json
+
+import numpy as np
+import pytest
+
+import runtime
+import te
+from te.autotune import features as F
+from te.autotune.task import compile_job
+from te.lower import pipeline
+
+
+def _schedule():
+    n = te.var("n")
+    A = te.placeholder((n, 67), name="A")
+    B = te.compute((n, 67), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((n, 67), lambda i, j: B[i, j] + A[i, j], name="C")
+    s = te.create_schedule(C.op)
+    _, ji = s[C].split(C.op.axis[1], factor=8)
+    s[C].vectorize(ji)
+    s[C].parallel(C.op.axis[0])
+    s[B].compute_at(s[C], C.op.axis[0])
+    return s, [A, C]
+
+
+def test_the_pass_list_starts_at_the_schedule():
+    assert pipeline.PASS_NAMES[:3] == ("schedule_to_stmt", "storage_flatten",
+                                       "software_pipeline")
+    assert pipeline.PASS_NAMES[2:] == tuple(name for name, _ in pipeline.PASSES)
+
+
+@pytest.mark.parametrize("name", pipeline.PASS_NAMES[:-1])
+def test_stop_after_gives_what_the_pass_dumps(name, capsys):
+    s, args = _schedule()
+    stopped = te.lower(s, args, stop_after=name)
+    capsys.readouterr()
+    te.lower(s, args, dump_after=name)
+    dumped = capsys.readouterr().out
+    assert dumped == f"// IR after {name}\n{stopped}\n"
+
+
+def test_stop_after_the_schedule_has_tensors_and_no_buffers():
+    s, args = _schedule()
+    nests = te.lower(s, args, stop_after="schedule_to_stmt")
+    assert nests.params == () and [v.name for v in nests.scalar_params] == ["n"]
+    flat = str(te.lower(s, args, stop_after="storage_flatten"))
+    assert "realize B[" in str(nests) and "realize" not in flat and "allocate" in flat
+    assert "ramp" not in flat
+    full = str(te.lower(s, args))
+    assert str(te.lower(s, args, stop_after="simplify_final")) == full
+    assert str(te.lower(s, args, stop_after="instrument_bound_checkers")) == full
+    assert "ramp" in full
+
+
+def test_a_pass_the_target_skips_stops_where_the_passes_before_it_left():
+    s, args = _schedule()
+    s2, args2 = _schedule()
+    by_skipped = te.lower(s, args, target="cuda", stop_after="vectorize")
+    assert str(by_skipped) == str(te.lower(s2, args2, target="cuda", stop_after="loop_partition"))
+    assert str(by_skipped) == str(te.lower(s2, args2, target="cuda", stop_after="simplify"))
+
+
+def test_stop_after_names_a_pass():
+    s, args = _schedule()
+    with pytest.raises(te.LoweringError, match=r"^te.lower: stop_after must be one of "
+                                               r"schedule_to_stmt, storage_flatten, "
+                                               r"software_pipeline, .*, got 'flatten'$"):
+        te.lower(s, args, stop_after="flatten")
+
+
+def test_the_cost_models_features_stop_on_the_road():
+    s, args = _schedule()
+    assert str(F.lower_for_features(s, args)) == \
+        str(te.lower(s, args, name="features", stop_after="software_pipeline"))
+
+
+class _Fixed:
+    def __init__(self, s, args):
+        self.s, self.args = s, args
+
+    def instantiate(self, cfg):
+        return self.s, self.args
+
+
+def test_the_tuners_compile_job_is_what_te_build_compiles():
+    """The worker gets te.build's LLVM IR and signature, heap buffers included (the job's
+    signature used to leave them out, so a worker could not name a failed allocation)."""
+    A = te.placeholder((129, 257), name="A")
+    B = te.compute((129, 257), lambda i, j: A[i, j] + 1.0, name="B")
+    C = te.compute((129, 257), lambda i, j: B[128 - i, j] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    mod = te.build(s, [A, C])
+    job, err = compile_job(_Fixed(s, [A, C]), None, runtime.parallel_available())
+    assert err is None
+    assert job.ll == mod._sources["ll_unoptimized"]
+    assert job.signature == mod.signature.to_json()
+    assert json.loads(job.signature)["heap_buffers"] == ["B"]
+    a = np.random.default_rng(5).standard_normal((129, 257)).astype("float32")
+    c = np.full((129, 257), np.nan, "float32")
+    mod(a, c)
+    np.testing.assert_allclose(c, (a[::-1] + 1.0) * 2.0, rtol=1e-6)
