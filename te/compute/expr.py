@@ -283,7 +283,7 @@ def _floor_float(x, y):
 
 
 # Constant folding: op -> (integer rule, float rule). Integer results are wrapped to the
-# dtype by the caller; division by zero is never folded (the generated code decides).
+# dtype by fold(); division by zero is never folded (the generated code decides).
 _FOLD = {
     "add": (lambda x, y: x + y, lambda x, y: x + y),
     "sub": (lambda x, y: x - y, lambda x, y: x - y),
@@ -304,14 +304,19 @@ _FOLD = {
 }
 
 
-def _fold(op: str, x, y, dtype: str):
-    """Fold an operation on two Python constants; None when it cannot be folded."""
+def fold(op: str, x, y, dtype: str):
+    """`x op y` of two Python constants of `dtype`, as the generated code computes it (an
+    integer result wraps to the dtype's width); None when it cannot be folded."""
     rules = _FOLD.get(op)
     if rules is None or (op in ("div", "floordiv", "floormod", "truncdiv", "truncmod")
                          and y == 0):
         return None
     rule = rules[1] if dt.is_float(dtype) else rules[0]
-    return None if rule is None else rule(x, y)
+    if rule is None:
+        return None
+    value = rule(x, y)
+    return dt.wrap(int(value), dtype) if dt.is_integral(dtype) and op not in COMPARE_OPS \
+        else value
 
 
 def binary(op: str, a, b) -> Expr:
@@ -324,10 +329,8 @@ def binary(op: str, a, b) -> Expr:
         raise DTypeError(f"{op} is not defined for bool operands")
     rtype = dt.with_lanes("bool", dt.lanes(ea.dtype)) if op in COMPARE_OPS else ea.dtype
     if isinstance(ea, Const) and isinstance(eb, Const):
-        folded = _fold(op, ea.value, eb.value, ea.dtype)
+        folded = fold(op, ea.value, eb.value, ea.dtype)
         if folded is not None:
-            if dt.is_integral(rtype):
-                folded = dt.wrap(int(folded), rtype)
             return Const(rtype, _convert_value(folded, rtype))
     return Binary(rtype, op, ea, eb)
 

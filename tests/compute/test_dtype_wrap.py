@@ -1,6 +1,7 @@
 """te.dtype.wrap and te.dtype.int_range, the one integer wrap-around that constant folding
-(te.compute.expr), the simplifier (te.lower.arith) and LLVM constants share: checked
-against numpy's own casts. Imports te.dtype and te.compute.
+(te.compute.expr.fold, which the LLVM code generator folds with too), the simplifier
+(te.lower.arith) and LLVM constants share: checked against numpy's own casts and
+arithmetic. Imports te.dtype and te.compute.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 import te
 from te import dtype as dt
+from te.compute.expr import fold
 
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
@@ -40,3 +42,16 @@ def test_folded_constants_wrap_as_the_generated_code_does():
     assert (te.const(2 ** 31 - 1, "int32") + 1).value == -(2 ** 31)
     assert te.const(-1, "int32").astype("uint16").value == 65535
     assert te.min_value("int16").value == -32768 and te.max_value("uint32").value == 2 ** 32 - 1
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_fold_matches_numpys_arithmetic(dtype):
+    rng = np.random.default_rng(11)
+    lo, hi = dt.int_range(dtype)
+    xs = rng.integers(lo, hi, 40, dtype=dtype, endpoint=True)
+    ys = rng.integers(lo, hi, 40, dtype=dtype, endpoint=True)
+    with np.errstate(over="ignore"):
+        for op, ref in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply)):
+            for x, y in zip(xs, ys):
+                assert fold(op, int(x), int(y), dtype) == int(ref(x, y)), (op, x, y)
+    assert fold("lt", 3, 5, dtype) is True and fold("floordiv", 7, 0, dtype) is None

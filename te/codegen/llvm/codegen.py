@@ -47,9 +47,9 @@ _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _INT_DIV_OPS = ("floordiv", "floormod", "truncdiv", "truncmod")
 # Statements that keep the block's known memory contents up to date themselves.
 _TRACKS_MEMORY = (tir.Store, tir.SeqStmt)
-# Integer operations folded at generation time: (evaluate, identity of the right operand).
-_FOLD = {"add": (lambda x, y: x + y, 0), "sub": (lambda x, y: x - y, 0),
-         "mul": (lambda x, y: x * y, 1)}
+# Integer operations folded at generation time (as te.compute.expr.fold does): the identity
+# of the right operand.
+_IDENTITY = {"add": 0, "sub": 0, "mul": 1}
 _MAX_STACK_BYTES = 64 * 1024
 _FULL_UNROLL_LIMIT = 16
 
@@ -497,7 +497,7 @@ class FuncGen(BlockValues):
         if dt.is_float(base):
             c = self.const(t, float(value))
         else:  # two's complement, so uint8 255 prints as i8 -1
-            c = self.const(t, _wrap(int(value), t))
+            c = self.const(t, dt.wrap(int(value), _int_dtype(t)))
         c = self._const_exprs[key] = self.splat(c, n) if n > 1 else c
         return c
 
@@ -605,12 +605,12 @@ class FuncGen(BlockValues):
     def int_op(self, op: str, a, b, flags=()) -> ir.Value:
         """add/sub/mul/and/or of two integer values, folded when both are constants or `b`
         is the identity (x + 0, x - 0, x * 1)."""
-        if op in _FOLD and isinstance(b, ir.Constant) and type(b.constant) is int:
-            if b.constant == _FOLD[op][1]:
+        if op in _IDENTITY and isinstance(b, ir.Constant) and type(b.constant) is int:
+            if b.constant == _IDENTITY[op]:
                 return a
             if isinstance(a, ir.Constant) and type(a.constant) is int:
-                value = _FOLD[op][0](a.constant, b.constant)
-                return self.const(a.type, _wrap(value, a.type))
+                value = E.fold(op, a.constant, b.constant, _int_dtype(a.type))
+                return self.const(a.type, dt.wrap(value, _int_dtype(a.type)))
         return getattr(self.b, _INT_BINOP[op])(a, b, flags=list(flags))
 
     def floor_divmod_const(self, op: str, a, b: ir.Constant) -> ir.Value:
@@ -741,9 +741,10 @@ def mem_dtype(dtype: str) -> str:
     return dt.with_lanes("uint8", dt.lanes(dtype)) if dt.is_bool(dtype) else dtype
 
 
-def _wrap(value: int, t: ir.IntType) -> int:
-    """`value` as a constant of LLVM type `t`: two's complement (i1 stays 0 or 1)."""
-    return dt.wrap(value, "bool" if t.width == 1 else f"int{t.width}")
+def _int_dtype(t: ir.IntType) -> str:
+    """The signed dtype of LLVM integer type `t` (bool for i1): its constants print in two's
+    complement, so uint8 255 is i8 -1."""
+    return "bool" if t.width == 1 else f"int{t.width}"
 
 
 def _positive_const(v) -> bool:
