@@ -9,6 +9,7 @@ from .builder import (BINARY_FUNCTIONS, REDUCE_FUNCTIONS, UNARY_FUNCTIONS, apply
                       input)
 from .compile import compile
 from .errors import FeedError, GraphError, UnsupportedError
+from .frontend import from_onnx
 from .ir import Graph, Node, Value
 from .ops import OPS, OpDef, Pattern
 from .transform import (cast, clip, concatenate, expand, flatten, pad, reshape, slice, split,

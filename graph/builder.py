@@ -58,7 +58,7 @@ def constant(data, name: str | None = None, dtype: str | None = None) -> Value:
         raise GraphError(f"graph.constant: data has dtype {arr.dtype}, which te does not "
                          f"support") from None
     return Value(name or _fresh("const"), arr.dtype.name, tuple(arr.shape),
-                 data=np.ascontiguousarray(arr))
+                 data=np.array(arr, order="C"))  # (not ascontiguousarray: 0-d stays 0-d)
 
 
 def _as_value(v, like: str, op: str, k: int) -> Value:

@@ -61,7 +61,7 @@ class Module:
                 want = "(" + ", ".join(format_dim(d) for d in v.shape) + ")"
                 raise FeedError(f"run: input '{v.name}' must have shape {want}, got "
                                 f"{a.shape}")
-            out.append(np.ascontiguousarray(a))
+            out.append(a if a.flags.c_contiguous else np.array(a, order="C"))
         return out
 
     def __str__(self) -> str:

@@ -15,4 +15,15 @@ from .transform import OPS as _TRANSFORM
 OPS = {**_ELEMENTWISE, **_NN, **_TRANSFORM, **_REDUCE}
 
 __all__ = ["OPS", "OpDef", "Pattern", "UNARY", "BINARY", "REDUCE", "build_compute", "infer",
-           "placeholders"]
+           "markdown_table", "placeholders"]
+
+
+def markdown_table() -> str:
+    """The op table as the README shows it: op, pattern kind, inputs, what it does."""
+    rows = ["| op | pattern | inputs | what it computes |", "| --- | --- | --- | --- |"]
+    for name in sorted(OPS):
+        op = OPS[name]
+        lo, hi = op.arity
+        arity = str(lo) if lo == hi else f"{lo}+" if hi > 64 else f"{lo}-{hi}"
+        rows.append(f"| `{name}` | {op.pattern.name.lower()} | {arity} | {op.doc} |")
+    return "\n".join(rows)

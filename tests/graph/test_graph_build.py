@@ -103,3 +103,8 @@ def test_every_op_has_a_pattern_and_a_compute():
     assert graph.OPS["relu"].pattern == graph.Pattern.ELEMWISE
     assert graph.OPS["reshape"].pattern == graph.Pattern.INJECTIVE
     assert graph.OPS["reduce_sum"].pattern == graph.Pattern.COMM_REDUCE
+
+
+def test_the_readme_shows_the_op_table_as_generated():
+    readme = (__import__("pathlib").Path(__file__).parents[2] / "README.md").read_text()
+    assert graph.ops.markdown_table() in readme

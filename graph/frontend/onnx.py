@@ -1,0 +1,165 @@
+"""ONNX import: an onnx.ModelProto (or a path to one) -> a graph.Graph.
+
+The `onnx` package parses the protobuf and is imported here only, inside functions, so the
+graph layer works without it. Initializers become constants, dim_param names become te.vars
+(one per name), and every node goes through the converter table in onnx_ops, which builds
+the same nodes a person would with the builder. Unsupported ops, attributes and
+non-constant shape inputs are collected over the whole model and refused in one
+UnsupportedError. Imports numpy, te's public API and graph's builder, errors and ir.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import te
+
+from ..builder import constant, input as graph_input
+from ..errors import GraphError, UnsupportedError
+from ..ir import Graph
+from .onnx_ops import CONVERTERS, DTYPES, Refused
+
+OPSETS = (7, 21)
+
+
+def _import_onnx():
+    try:
+        import onnx
+    except ImportError:
+        raise ImportError("graph.from_onnx needs the onnx package: pip install '.[onnx]' "
+                          "(or pip install onnx)") from None
+    return onnx
+
+
+def from_onnx(model, shapes: dict | None = None) -> Graph:
+    """Import `model` (a path or an onnx.ModelProto); `shapes` maps input names to shapes
+    (ints, or strings / te.var for symbolic dims) and overrides the model's."""
+    onnx = _import_onnx()
+    if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
+        model = onnx.load(model)
+    if not isinstance(model, onnx.ModelProto):
+        raise GraphError(f"from_onnx: model must be a path or an onnx.ModelProto, got "
+                         f"{type(model).__name__}")
+    opset = _opset(model)
+    g = model.graph
+    env = {init.name: constant(onnx.numpy_helper.to_array(init), name=init.name)
+           for init in g.initializer}
+    inputs = _inputs(g, env, dict(shapes or {}))
+    env.update((v.name, v) for v in inputs)
+    problems = _check_supported(g)
+    refused = {name for _, _, name, _ in problems}
+    used = {n for node in g.node for n in node.input} | {o.name for o in g.output}
+    for k, node in enumerate(g.node):
+        if _node_name(node, k) not in refused:
+            _convert(onnx, node, k, opset, env, problems, used)
+    if problems:
+        raise _unsupported(problems)
+    outs = [env[o.name] for o in g.output]
+    return Graph(outs, inputs=inputs, name=g.name or "onnx")
+
+
+def _opset(model) -> int:
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            if not OPSETS[0] <= imp.version <= OPSETS[1]:
+                raise UnsupportedError(f"from_onnx: the model's opset is {imp.version}; "
+                                       f"supported opsets are {OPSETS[0]} to {OPSETS[1]}")
+            return imp.version
+    raise UnsupportedError("from_onnx: the model imports no default-domain (ai.onnx) opset")
+
+
+def _inputs(g, env: dict, shapes: dict) -> list:
+    names = [i.name for i in g.input if i.name not in env]
+    unknown = [k for k in shapes if k not in names]
+    if unknown:
+        raise GraphError(f"from_onnx: shapes names unknown input {unknown[0]!r}; the model's "
+                         f"inputs are {names}")
+    symbols: dict = {}
+    out = []
+    for i in g.input:
+        if i.name in env:  # an initializer listed as an input (IR < 4): a constant
+            continue
+        t = i.type.tensor_type
+        if t.elem_type not in DTYPES:
+            raise UnsupportedError(f"from_onnx: input '{i.name}' has element type "
+                                   f"{t.elem_type}, which is not supported")
+        dtype = DTYPES[t.elem_type]
+        if i.name in shapes:
+            dims = list(shapes[i.name])
+            if t.HasField("shape") and len(dims) != len(t.shape.dim):
+                raise GraphError(f"from_onnx: shapes['{i.name}'] must have "
+                                 f"{len(t.shape.dim)} dims like the model's input, got "
+                                 f"{tuple(dims)}")
+        elif t.HasField("shape"):
+            dims = [d.dim_value if d.HasField("dim_value") else d.dim_param or None
+                    for d in t.shape.dim]
+        else:
+            dims = [None]
+        if any(d is None for d in dims):
+            raise GraphError(f"from_onnx: input '{i.name}' has a dim with neither a size nor "
+                             f"a name; give its shape with shapes={{'{i.name}': (...)}}")
+        dims = [symbols.setdefault(d, te.var(d)) if isinstance(d, str) else d for d in dims]
+        out.append(graph_input(i.name, tuple(dims), dtype))
+    return out
+
+
+def attributes(onnx, node) -> dict:
+    """A node's attributes as Python values: strings decoded, tensors as numpy arrays."""
+    out = {}
+    for a in node.attribute:
+        v = onnx.helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif isinstance(v, onnx.TensorProto):
+            v = onnx.numpy_helper.to_array(v)
+        elif isinstance(v, list):
+            v = [x.decode() if isinstance(x, bytes) else x for x in v]
+        out[a.name] = v
+    return out
+
+
+def _node_name(node, k: int) -> str:
+    return node.name or f"{node.op_type}#{k}"
+
+
+def _check_supported(g) -> list:
+    """Every unknown op and unknown attribute of the model, as (op, attribute, node name,
+    why); the values of known attributes are checked when the node is converted."""
+    problems = []
+    for k, node in enumerate(g.node):
+        conv = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        if conv is None:
+            problems.append((node.op_type, "", _node_name(node, k), "op not supported"))
+            continue
+        for a in node.attribute:
+            if a.name not in conv.attrs:
+                problems.append((node.op_type, a.name, _node_name(node, k),
+                                 "attribute not supported"))
+    return problems
+
+
+def _convert(onnx, node, k: int, opset: int, env: dict, problems: list, used: set
+             ) -> None:
+    ins = [env.get(n) if n else None for n in node.input]
+    if any(n and v is None for n, v in zip(node.input, ins)):
+        return  # fed by a refused node: its problem is already listed
+    name = _node_name(node, k)
+    try:
+        outs = CONVERTERS[node.op_type].fn(ins, attributes(onnx, node), opset,
+                                           list(node.output))
+    except Refused as r:
+        problems.append((node.op_type, r.attribute, name, r.reason))
+        return
+    except GraphError as e:
+        raise GraphError(f"from_onnx: node '{name}' ({node.op_type}): {e}") from None
+    for out_name, v in zip(node.output, outs):
+        env[out_name] = v
+    for out_name in node.output[len(outs):]:
+        if out_name in used:
+            problems.append((node.op_type, "", name, f"output '{out_name}' is not supported"))
+
+
+def _unsupported(problems: list) -> UnsupportedError:
+    lines = [f"  {op}{', attribute ' + repr(attr) if attr else ''}, node '{name}': {why}"
+             for op, attr, name, why in problems]
+    return UnsupportedError(f"from_onnx: the model uses {len(problems)} unsupported "
+                            f"op(s) or attribute(s):\n" + "\n".join(lines), problems)

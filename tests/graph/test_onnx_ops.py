@@ -1,0 +1,139 @@
+"""Every imported ONNX op against onnxruntime: one-node models on random data (never zeros),
+odd sizes, and the opset variants where an op changed (attributes that became inputs)."""
+import numpy as np
+import pytest
+
+from onnx_cases import Const, assert_close, make_model, rand, run_both
+
+B = np.bool_
+I64 = np.int64
+
+UNARY = ["Relu", "Sigmoid", "Tanh", "Exp", "Erf", "Floor", "Ceil", "Abs", "Neg", "Sign",
+         "Softplus", "Softsign", "Identity"]
+POSITIVE = ["Log", "Sqrt", "Reciprocal"]
+
+CASES = [(op, [rand(3, 5, 7)], {}, 13) for op in UNARY]
+CASES += [(op, [rand(3, 5, 7, low=0.5, high=3.0)], {}, 13) for op in POSITIVE]
+CASES += [
+    ("HardSwish", [rand(5, 9) * 4], {}, 14),
+    ("Elu", [rand(4, 7)], {"alpha": 0.7}, 13),
+    ("LeakyRelu", [rand(4, 7)], {"alpha": 0.3}, 13),
+    ("Selu", [rand(4, 7)], {}, 13),
+    ("HardSigmoid", [rand(4, 7) * 4], {"alpha": 0.3, "beta": 0.4}, 13),
+    ("Gelu", [rand(4, 7)], {}, 20),
+    ("Gelu", [rand(4, 7)], {"approximate": "tanh"}, 20),
+    ("Clip", [rand(5, 7)], {"min": -0.5, "max": 0.6}, 7),
+    ("Clip", [rand(5, 7), Const(np.float32(-0.4)), Const(np.float32(0.3))], {}, 13),
+    ("Clip", [rand(5, 7), Const(np.float32(-0.4))], {}, 13),
+    ("Clip", [rand(5, 7), None, Const(np.float32(0.3))], {}, 11),
+    ("Dropout", [rand(3, 5)], {"ratio": 0.3}, 7),
+    ("Dropout", [rand(3, 5)], {}, 13),
+    ("Add", [rand(3, 1, 5), rand(4, 5)], {}, 13),
+    ("Sub", [rand(3, 4, 5), rand(5)], {}, 7),
+    ("Mul", [rand(2, 3, 5), Const(rand(3, 1))], {}, 14),
+    ("Div", [rand(3, 5), rand(3, 5, low=0.5, high=2.0)], {}, 13),
+    ("Pow", [rand(3, 5, low=0.5, high=2.0), rand(5)], {}, 15),
+    ("Sum", [rand(3, 5), rand(5), rand(3, 1)], {}, 13),
+    ("Max", [rand(3, 5), rand(5), rand(3, 1)], {}, 13),
+    ("Min", [rand(3, 5), rand(3, 5)], {}, 8),
+    ("Mean", [rand(3, 5), rand(5), rand(3, 5)], {}, 13),
+    ("PRelu", [rand(2, 5, 3, 3), Const(rand(5, 1, 1))], {}, 16),
+    ("Cast", [rand(3, 5) * 10], {"to": 6}, 13, np.int32),
+    ("Less", [rand(3, 5), rand(5)], {}, 13, B),
+    ("Greater", [rand(3, 5), rand(3, 1)], {}, 13, B),
+    ("Equal", [np.arange(15, dtype=I64).reshape(3, 5) % 4, np.arange(5, dtype=I64)], {}, 13, B),
+    ("And", [rand(3, 5) > 0, rand(5) > 0], {}, 7, B),
+    ("Or", [rand(3, 5) > 0, rand(3, 5) > 0], {}, 7, B),
+    ("Not", [rand(3, 5) > 0], {}, 7, B),
+    ("Conv", [rand(2, 3, 11, 9), Const(rand(4, 3, 3, 3))], {"pads": [1, 1, 1, 1]}, 11),
+    ("Conv", [rand(1, 4, 13, 10), Const(rand(6, 2, 3, 2)), Const(rand(6))],
+     {"group": 2, "strides": [2, 1], "dilations": [2, 1], "pads": [1, 0, 2, 1]}, 11),
+    ("Conv", [rand(1, 5, 9, 9), Const(rand(5, 1, 3, 3))], {"group": 5, "auto_pad": "SAME_UPPER",
+                                                          "strides": [2, 2]}, 11),
+    ("Conv", [rand(1, 3, 8, 7), Const(rand(2, 3, 4, 4))], {"auto_pad": "SAME_LOWER"}, 11),
+    ("Conv", [rand(1, 3, 8, 7), Const(rand(2, 3, 3, 2))], {"auto_pad": "VALID"}, 7),
+    ("MaxPool", [rand(2, 3, 11, 10)], {"kernel_shape": [3, 3], "strides": [2, 2],
+                                       "pads": [1, 1, 1, 1]}, 12),
+    ("MaxPool", [rand(1, 3, 10, 11)], {"kernel_shape": [3, 2], "strides": [2, 2],
+                                       "ceil_mode": 1}, 12),
+    ("MaxPool", [rand(1, 2, 9, 8)], {"kernel_shape": [2, 3], "auto_pad": "SAME_UPPER"}, 8),
+    ("AveragePool", [rand(1, 3, 11, 10)], {"kernel_shape": [3, 3], "strides": [2, 2],
+                                           "pads": [1, 1, 1, 1]}, 11),
+    ("AveragePool", [rand(1, 3, 11, 10)], {"kernel_shape": [3, 3], "strides": [2, 2],
+                                           "pads": [1, 1, 1, 1], "count_include_pad": 1}, 11),
+    ("AveragePool", [rand(1, 2, 10, 11)], {"kernel_shape": [3, 3], "strides": [2, 2],
+                                           "ceil_mode": 1}, 11),
+    ("GlobalAveragePool", [rand(2, 3, 7, 5)], {}, 13),
+    ("GlobalMaxPool", [rand(2, 3, 7, 5)], {}, 13),
+    ("BatchNormalization", [rand(2, 3, 5, 4), Const(rand(3)), Const(rand(3)), Const(rand(3)),
+                            Const(rand(3, low=0.5, high=2.0))], {"epsilon": 1e-3}, 9),
+    ("BatchNormalization", [rand(2, 3, 5), Const(rand(3)), Const(rand(3)), Const(rand(3)),
+                            Const(rand(3, low=0.5, high=2.0))], {}, 15),
+    ("LRN", [rand(1, 7, 5, 4)], {"size": 3, "alpha": 1e-2, "beta": 0.6, "bias": 1.5}, 13),
+    ("LRN", [rand(2, 6, 3, 3)], {"size": 5}, 13),
+    ("Softmax", [rand(2, 3, 5)], {"axis": 1}, 11),
+    ("Softmax", [rand(2, 3, 5)], {"axis": 1}, 13),
+    ("Softmax", [rand(3, 7)], {}, 13),
+    ("Gemm", [rand(3, 5), Const(rand(7, 5)), Const(rand(7))], {"transB": 1, "alpha": 0.5,
+                                                               "beta": 2.0}, 13),
+    ("Gemm", [rand(5, 3), rand(5, 4)], {"transA": 1}, 11),
+    ("MatMul", [rand(3, 5), rand(5, 4)], {}, 13),
+    ("MatMul", [rand(2, 1, 3, 5), rand(4, 5, 6)], {}, 13),
+    ("MatMul", [rand(5), rand(3, 5, 2)], {}, 13),
+    ("MatMul", [rand(3, 5), rand(5)], {}, 13),
+    ("LayerNormalization", [rand(2, 3, 7), Const(rand(7)), Const(rand(7))], {}, 17),
+    ("LayerNormalization", [rand(2, 3, 7), Const(rand(3, 7))], {"axis": -2,
+                                                                 "epsilon": 1e-3}, 17),
+    ("Flatten", [rand(2, 3, 4, 5)], {"axis": 2}, 13),
+    ("Flatten", [rand(2, 3, 4)], {"axis": 0}, 9),
+    ("Reshape", [rand(2, 3, 4), Const(np.array([0, -1, 2], I64))], {}, 13),
+    ("Transpose", [rand(2, 3, 4)], {"perm": [1, 2, 0]}, 13),
+    ("Transpose", [rand(2, 3, 4)], {}, 13),
+    ("Concat", [rand(2, 3, 4), rand(2, 1, 4), rand(2, 2, 4)], {"axis": 1}, 13),
+    ("Squeeze", [rand(3, 1, 4, 1)], {"axes": [1]}, 11),
+    ("Squeeze", [rand(3, 1, 4, 1), Const(np.array([-1], I64))], {}, 13),
+    ("Squeeze", [rand(3, 1, 4, 1)], {}, 13),
+    ("Unsqueeze", [rand(3, 4)], {"axes": [0, 3]}, 11),
+    ("Unsqueeze", [rand(3, 4), Const(np.array([1, -1], I64))], {}, 13),
+    ("Pad", [rand(2, 3, 4)], {"pads": [0, 1, 2, 1, 0, 3], "value": 1.5}, 7),
+    ("Pad", [rand(2, 3, 4), Const(np.array([0, 1, 2, 1, 0, 3], I64)),
+             Const(np.float32(-2.0))], {}, 13),
+    ("Pad", [rand(2, 3, 4), Const(np.array([1, 2, 0, 3], I64)), None,
+             Const(np.array([1, 2], I64))], {}, 18),
+    ("Slice", [rand(5, 7, 4)], {"starts": [1, 0], "ends": [4, 100], "axes": [0, 2]}, 9),
+    ("Slice", [rand(5, 7, 4), Const(np.array([-1, 1], I64)), Const(np.array([-6, 6], I64)),
+               Const(np.array([0, 1], I64)), Const(np.array([-2, 2], I64))], {}, 13),
+    ("Split", [rand(3, 7)], {"axis": 1, "split": [2, 5]}, 11, None, 2),
+    ("Split", [rand(7, 3), Const(np.array([3, 1, 3], I64))], {}, 13, None, 3),
+    ("Split", [rand(3, 7)], {"axis": 1, "num_outputs": 3}, 18, None, 3),
+    ("Expand", [rand(3, 1), Const(np.array([2, 1, 5], I64))], {}, 13),
+    ("ConstantOfShape", [Const(np.array([2, 3], I64))],
+     {"value": __import__("onnx").helper.make_tensor("v", 1, [1], [1.25])}, 13, np.float32),
+    ("Shape", [rand(2, 3, 5)], {}, 13, I64),
+    ("Shape", [rand(2, 3, 5)], {"start": 1}, 15, I64),
+]
+REDUCE = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+          "ReduceL2", "ReduceSumSquare"]
+CASES += [(op, [rand(3, 4, 5)], {"axes": [1], "keepdims": 0}, 11) for op in REDUCE]
+CASES += [(op, [rand(3, 4, 5), Const(np.array([0, -1], I64))], {}, 18) for op in REDUCE]
+CASES += [
+    ("ReduceSum", [rand(3, 4, 5), Const(np.array([2], I64))], {"keepdims": 0}, 13),
+    ("ReduceMean", [rand(3, 4, 5)], {}, 13),
+    ("ArgMax", [rand(3, 4, 5)], {"axis": 1}, 13, I64),
+    ("ArgMin", [rand(3, 4, 5)], {"axis": -1, "keepdims": 0}, 13, I64),
+]
+
+
+def _id(case):
+    attrs = ",".join(f"{k}" for k in case[2])
+    return f"{case[0]}-opset{case[3]}" + (f"-{attrs}" if attrs else "")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
+def test_op_matches_onnxruntime(case):
+    op, inputs, attrs, opset = case[:4]
+    out_dtype = case[4] if len(case) > 4 else None
+    n_out = case[5] if len(case) > 5 else 1
+    model, feeds = make_model(op, inputs, attrs, opset, n_out, out_dtype)
+    ours, ref = run_both(model, feeds)
+    assert_close(ours, ref)
