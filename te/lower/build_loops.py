@@ -5,7 +5,8 @@ scopes and ProducerStores: one loop nest per stage in its leaf order, attached s
 inside the loop they are attached to, stages fused by compute_with inside their parent's
 innermost shared loop, inlined stages substituted into their readers, reductions split into
 an init nest and an update nest, and guards where a split does not divide. Imports
-te.compute, te.schedule, ir, bound, arith, compute_with, index_width, prefetch.
+te.compute, te.schedule, ir, bound, arith, compute_with, index_width, prefetch,
+static_bounds.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from .bound import enclosing_loops, infer_bounds, leaf_to_root, root_value
 from .compute_with import check_extents, check_same_iteration, fusions, inner_part
 from .index_width import exact_indices
 from .prefetch import prefetch_stmt
+from .static_bounds import check_static_reads
 
 
 def inline_bodies(sch: Schedule) -> dict:
@@ -304,7 +306,9 @@ def _guarded(cond: E.Expr, stmt: ir.Stmt) -> ir.Stmt:
 def schedule_to_stmt(sch: Schedule, arg_tensors: list, index_limit: int) -> ir.Stmt:
     """The full loop nest of a schedule (before flattening); sizes and dimensions are below
     `index_limit` (the target's)."""
-    bodies = exact_indices(inline_bodies(sch), arg_tensors, index_limit)
+    bodies = inline_bodies(sch)
+    check_static_reads(bodies)
+    bodies = exact_indices(bodies, arg_tensors, index_limit)
     computed = [st for st in sch.stages if st in bodies]
     bounds = infer_bounds(sch.stages, bodies, _readers(computed, bodies))
     return LoopBuilder(sch, bodies, bounds, arg_tensors).build()
