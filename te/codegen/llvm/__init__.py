@@ -1,2 +1,2 @@
 """Loop IR -> LLVM IR text for the CPU (codegen.py; its helpers bounds, exp, intrinsics,
-parallel, reuse)."""
+parallel, reuse, on the base types.py)."""

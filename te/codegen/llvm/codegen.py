@@ -27,17 +27,8 @@ from . import bounds
 from . import intrinsics as cgmath
 from . import parallel as par
 from .reuse import BlockValues
+from .types import I1, I8, I32, I64, PTR, intrinsic, ll_type
 
-PTR = ir.PointerType()
-I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
-
-# Register type of each scalar dtype; bool is i1 in registers and i8 in memory.
-_LL_TYPE = {
-    "bool": I1, "int8": I8, "int16": ir.IntType(16), "int32": I32, "int64": I64,
-    "uint8": I8, "uint16": ir.IntType(16), "uint32": I32, "uint64": I64,
-    "float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType(),
-    "handle": PTR,
-}
 _FLOAT_BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "truncmod": "frem"}
 _INT_BINOP = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_"}
 _SIGNED_BINOP = {"truncdiv": "sdiv", "truncmod": "srem", "floordiv": "sdiv", "floormod": "srem"}
@@ -52,15 +43,6 @@ _TRACKS_MEMORY = (tir.Store, tir.SeqStmt)
 _IDENTITY = {"add": 0, "sub": 0, "mul": 1}
 _MAX_STACK_BYTES = 64 * 1024
 _FULL_UNROLL_LIMIT = 16
-
-
-def ll_type(dtype: str) -> ir.Type:
-    """The LLVM register type of a (possibly vector) dtype."""
-    base, lanes = dt.split_lanes(dtype)
-    if base not in _LL_TYPE:
-        raise BuildError(f"LLVM codegen: unsupported dtype {dtype!r}")
-    t = _LL_TYPE[base]
-    return ir.VectorType(t, lanes) if lanes > 1 else t
 
 
 def mem_type(dtype: str) -> ir.Type:
@@ -718,8 +700,6 @@ class FuncGen(BlockValues):
             vec = self.b.insert_element(vec, v, I32(k))
         return vec
 
-    ll_type = staticmethod(ll_type)  # for intrinsics.py, which cannot import this module
-
     def expr_Call(self, e: E.Call) -> ir.Value:
         value = cgmath.emit_call(self, e)
         if e.extern:  # may write memory
@@ -733,7 +713,7 @@ class FuncGen(BlockValues):
         return self.expr_Const(E.Const(dtype, value))
 
     def intrinsic(self, name: str, dtype: str, args: list) -> ir.Value:
-        return cgmath.intrinsic(self, name, dtype, args)
+        return intrinsic(self, name, dtype, args)
 
 
 def mem_dtype(dtype: str) -> str:

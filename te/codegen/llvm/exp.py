@@ -10,9 +10,9 @@ the same bits on one target):
 - otherwise: a degree-5 polynomial and 2^k as two normal factors: 20 instructions
   (2.19 ulp at most; 2.3 on samples where the CPU has no FMA).
 
-Takes the FuncGen of codegen_llvm (duck-typed: .b, .mod, .float_const, .ll_type) and an
-LLVM float32 vector; gives one. Imports llvmlite, te.dtype and intrinsics.py (its
-intrinsic calls; intrinsics.py imports this module only when it emits an exp).
+Takes the FuncGen of codegen_llvm (duck-typed: .b, .mod, .float_const) and an
+LLVM float32 vector; gives one. Imports llvmlite, te.dtype and types.py (LLVM types and
+intrinsic calls).
 """
 from __future__ import annotations
 
@@ -21,9 +21,8 @@ import struct
 from llvmlite import ir
 
 from ... import dtype as dt
-from .intrinsics import intrinsic
+from .types import I32, intrinsic, ll_type
 
-I32 = ir.IntType(32)
 F32 = ir.FloatType()
 LOG2E = 1.4426950408889634
 # ln 2 in two parts: LN2_HI has 9 significant bits, so k * LN2_HI is exact for |k| < 2^15
@@ -192,5 +191,5 @@ def _polynomial_exp(gen, x, dtype: str) -> ir.Value:
 
     def pow2(e):
         bits = b.shl(b.add(e, ir.Constant(i32v, [127] * n)), ir.Constant(i32v, [23] * n))
-        return b.bitcast(bits, gen.ll_type(dtype))
+        return b.bitcast(bits, ll_type(dtype))
     return b.fmul(b.fmul(p, pow2(k1)), pow2(k2))

@@ -1,11 +1,10 @@
 """Math for codegen_llvm: intrinsic calls, libm calls and the memory hints (prefetch,
 non-temporal stores and their fence); the vector float32 exp is in exp.py.
 
-Takes the FuncGen of codegen_llvm (duck-typed, never imported here, so no cycle: it gives
-.b, .mod, .ll_type, .expr, .expr_Const, .float_const, .vector_of and .address) and
-te.compute.expr Call nodes or the Load of an ir.Prefetch; gives LLVM values. Imports
-llvmlite, te.dtype, te.errors and te.compute.expr, and exp.py when it emits an exp
-(at the call: that module builds on this one's intrinsic()).
+Takes the FuncGen of codegen_llvm (duck-typed, never imported here: it gives .b, .mod,
+.expr, .expr_Const, .float_const, .vector_of and .address) and te.compute.expr Call nodes or
+the Load of an ir.Prefetch; gives LLVM values. Imports llvmlite, te.dtype, te.errors,
+te.compute.expr, types.py and exp.py.
 """
 from __future__ import annotations
 
@@ -14,11 +13,11 @@ from llvmlite import ir
 from ... import dtype as dt
 from ...compute import expr as E
 from ...errors import BuildError
+from .exp import vector_exp_f32
+from .types import I32, intrinsic, ll_type
 
-I32 = ir.IntType(32)
 # `contract` lets LLVM fuse a multiply and an add into an FMA, as C compilers do by default.
 FP_FLAGS = ("contract",)
-INTRINSIC_SUFFIX = {"float16": "f16", "float32": "f32", "float64": "f64"}
 
 # Intrinsics that LLVM provides for scalars and vectors alike.
 LLVM_MATH = {
@@ -36,7 +35,7 @@ LIBM = {"tanh": ("tanhf", "tanh"), "erf": ("erff", "erf")}
 def emit_call(gen, e: E.Call) -> ir.Value:
     args = [gen.expr(a) for a in e.args]
     if e.extern:
-        fn = gen.mod.declare(e.name, gen.ll_type(e.dtype), [a.type for a in args])
+        fn = gen.mod.declare(e.name, ll_type(e.dtype), [a.type for a in args])
         return gen.b.call(fn, args)
     if e.name == "abs" and not dt.is_float(e.dtype):
         x = args[0]
@@ -45,7 +44,7 @@ def emit_call(gen, e: E.Call) -> ir.Value:
     if not dt.is_float(e.dtype):
         raise BuildError(f"Call: intrinsic {e.name!r} needs a float dtype, got {e.dtype}")
     if e.name == "exp" and e.dtype.startswith("float32x"):
-        return _vector_exp(gen, args[0], e.dtype)
+        return vector_exp_f32(gen, args[0], e.dtype)
     if e.name in LLVM_MATH:
         return intrinsic(gen, LLVM_MATH[e.name], e.dtype, args)
     if e.name in LIBM:
@@ -55,17 +54,11 @@ def emit_call(gen, e: E.Call) -> ir.Value:
         return gen.b.fdiv(gen.float_const(1.0, e.dtype), root, flags=FP_FLAGS)
     if e.name == "sigmoid":
         neg = gen.b.fneg(args[0], flags=FP_FLAGS)
-        exp = _vector_exp(gen, neg, e.dtype) if e.dtype.startswith("float32x") \
+        exp = vector_exp_f32(gen, neg, e.dtype) if e.dtype.startswith("float32x") \
             else intrinsic(gen, "llvm.exp", e.dtype, [neg])  # (llvm.exp of a vector: expf calls)
         denom = gen.b.fadd(gen.float_const(1.0, e.dtype), exp, flags=FP_FLAGS)
         return gen.b.fdiv(gen.float_const(1.0, e.dtype), denom, flags=FP_FLAGS)
     raise BuildError(f"Call: unknown intrinsic {e.name!r}")
-
-
-def _vector_exp(gen, x, dtype: str) -> ir.Value:
-    """exp.vector_exp_f32, imported here: that module builds on intrinsic()."""
-    from .exp import vector_exp_f32
-    return vector_exp_f32(gen, x, dtype)
 
 
 def _lanes(b, v, lo: int, width: int):
@@ -142,21 +135,14 @@ def _bytes_of(t: ir.Type) -> int:
     return {ir.HalfType: 2, ir.FloatType: 4, ir.DoubleType: 8}[type(t)]
 
 
-def intrinsic(gen, name: str, dtype: str, args: list) -> ir.Value:
-    base, n = dt.split_lanes(dtype)
-    suffix = INTRINSIC_SUFFIX[base] if n == 1 else f"v{n}{INTRINSIC_SUFFIX[base]}"
-    t = gen.ll_type(dtype)
-    fn = gen.mod.declare(f"{name}.{suffix}", t, [t] * len(args))
-    return gen.b.call(fn, args)
-
 def libm(gen, name: str, dtype: str, x) -> ir.Value:
     base, n = dt.split_lanes(dtype)
     if n > 1:
         lanes = [libm(gen, name, base, gen.b.extract_element(x, I32(k))) for k in range(n)]
         return gen.vector_of(lanes, dtype)
     if base == "float16":
-        wide = libm(gen, name, "float32", gen.b.fpext(x, gen.ll_type("float32")))
-        return gen.b.fptrunc(wide, gen.ll_type(base))
-    t = gen.ll_type(base)
+        wide = libm(gen, name, "float32", gen.b.fpext(x, ll_type("float32")))
+        return gen.b.fptrunc(wide, ll_type(base))
+    t = ll_type(base)
     fn = gen.mod.declare(LIBM[name][0 if base == "float32" else 1], t, [t])
     return gen.b.call(fn, [x])
