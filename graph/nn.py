@@ -80,6 +80,15 @@ def softmax(data, axis: int = -1, name: str | None = None):
     return apply("softmax", [data], {"axis": axis}, name)
 
 
+def log_softmax(data, axis: int = -1, name: str | None = None):
+    return apply("log_softmax", [data], {"axis": axis}, name)
+
+
+def instance_norm(data, scale, bias, epsilon: float = 1e-5, name: str | None = None):
+    """Normalize each (batch, channel) map over its spatial axes, then scale[c], bias[c]."""
+    return apply("instance_norm", [data, scale, bias], {"epsilon": float(epsilon)}, name)
+
+
 def layer_norm(data, scale, bias, axis=-1, epsilon: float = 1e-5, name: str | None = None):
     """Normalize over the axes from `axis` to the last (ONNX LayerNormalization)."""
     ndim = len(data.shape)

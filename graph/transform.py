@@ -1,5 +1,5 @@
 """Layout and type ops of the builder: reshape (flatten, squeeze, unsqueeze are reshapes),
-transpose, concatenate, pad, slice, split, expand, cast, clip.
+transpose, concatenate, pad, slice, split, expand, take, tile, where, cast, clip.
 
 Each function normalizes its attributes to static Python values and adds a node through
 graph.builder.apply. Imports numpy, te's public API and graph's builder and errors.
@@ -127,3 +127,18 @@ def clip(x, min=None, max=None, name: str | None = None):  # noqa: A002  (ONNX's
     attrs = {"min": None if min is None else float(min),
              "max": None if max is None else float(max)}
     return apply("clip", [x], attrs, name)
+
+
+def take(data, indices, axis: int = 0, name: str | None = None):
+    """numpy.take / ONNX Gather: indices (an integer Value) select along `axis`."""
+    (axis,) = normalize_axes(axis, len(data.shape), "take")
+    return apply("take", [data, indices], {"axis": axis}, name)
+
+
+def tile(x, repeats, name: str | None = None):
+    return apply("tile", [x], {"repeats": tuple(int(r) for r in repeats)}, name)
+
+
+def where(cond, lhs, rhs, name: str | None = None):
+    """lhs where cond else rhs, broadcast together."""
+    return apply("where", [cond, lhs, rhs], {}, name)

@@ -184,16 +184,18 @@ def _lrn(ins, attrs, opset, outs):
                    attrs.get("beta", 0.75), attrs.get("bias", 1.0), name=outs[0])]
 
 
-def _softmax(ins, attrs, opset, outs):
-    x = ins[0]
-    ndim = len(x.shape)
-    axis = attrs.get("axis", 1 if opset < 13 else -1) % ndim
-    if opset >= 13 or axis == ndim - 1:
-        return [nn.softmax(x, axis, name=outs[0])]
-    # before opset 13: softmax of the 2-d view (prod(shape[:axis]), prod(shape[axis:]))
-    flat = transform.flatten(x, axis, name=f"{outs[0]}/flat")
-    sm = nn.softmax(flat, -1, name=f"{outs[0]}/softmax")
-    return [transform.reshape(sm, x.shape, name=outs[0])]
+def _softmax(fn, op: str):
+    def convert(ins, attrs, opset, outs):
+        x = ins[0]
+        ndim = len(x.shape)
+        axis = attrs.get("axis", 1 if opset < 13 else -1) % ndim
+        if opset >= 13 or axis == ndim - 1:
+            return [fn(x, axis, name=outs[0])]
+        # before opset 13: along the 2-d view (prod(shape[:axis]), prod(shape[axis:]))
+        flat = transform.flatten(x, axis, name=f"{outs[0]}/flat")
+        sm = fn(flat, -1, name=f"{outs[0]}/{op}")
+        return [transform.reshape(sm, x.shape, name=outs[0])]
+    return Converter(convert, frozenset(("axis",)))
 
 
 def _gemm(ins, attrs, opset, outs):
@@ -302,6 +304,12 @@ def _expand(ins, attrs, opset, outs):
     return [transform.expand(ins[0], [int(d) for d in const(ins[1], "shape")], name=outs[0])]
 
 
+def _gather(ins, attrs, opset, outs):
+    if len(ins[1].shape) == 0:
+        raise Refused("indices", "0-d (scalar) indices are not supported")
+    return [transform.take(ins[0], ins[1], attrs.get("axis", 0), name=outs[0])]
+
+
 def _constant(ins, attrs, opset, outs):
     for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
         if key in attrs:
@@ -382,7 +390,14 @@ CONVERTERS = {
     "BatchNormalization": _c(_batch_norm, "epsilon", "momentum", "spatial", "training_mode",
                              "is_test"),
     "LRN": _c(_lrn, "alpha", "beta", "bias", "size"),
-    "Softmax": _c(_softmax, "axis"),
+    "Softmax": _softmax(nn.softmax, "softmax"),
+    "LogSoftmax": _softmax(nn.log_softmax, "log_softmax"),
+    "InstanceNormalization": _c(lambda ins, a, o, outs: [nn.instance_norm(
+        *ins[:3], epsilon=a.get("epsilon", 1e-5), name=outs[0])], "epsilon"),
+    "Gather": _c(_gather, "axis"),
+    "Tile": _c(lambda ins, a, o, outs: [transform.tile(
+        ins[0], [int(r) for r in const(ins[1], "repeats")], name=outs[0])]),
+    "Where": _c(lambda ins, a, o, outs: [transform.where(*ins[:3], name=outs[0])]),
     "Gemm": _c(_gemm, "alpha", "beta", "transA", "transB"),
     "MatMul": _c(lambda ins, a, o, outs: [nn.matmul(ins[0], ins[1], name=outs[0])]),
     "LayerNormalization": _c(_layer_norm, "axis", "epsilon", "stash_type"),

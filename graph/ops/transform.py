@@ -1,4 +1,5 @@
-"""Injective layout ops: reshape, transpose, concatenate, pad, slice, expand.
+"""Injective layout ops: reshape, transpose, concatenate, pad, slice, expand, split, take
+(gather), tile; and where (a broadcasting select).
 
 Attributes are static (shapes, axes and offsets known when the graph is built), so each
 output shape follows from the inputs' shapes alone. Imports te's public API,
@@ -55,4 +56,13 @@ OPS = {op.name: op for op in (
     OpDef("slice", Pattern.INJECTIVE, slice_, doc="strided slices on several axes"),
     OpDef("expand", Pattern.BROADCAST, expand, doc="numpy broadcast to a shape"),
     OpDef("split", Pattern.INJECTIVE, split, doc="consecutive pieces along an axis"),
+    OpDef("take", Pattern.INJECTIVE,
+          lambda ins, axis: topi.take(ins[0], ins[1], axis, name="take"), (2, 2),
+          doc="gather along an axis by an index tensor (numpy.take)"),
+    OpDef("tile", Pattern.INJECTIVE,
+          lambda ins, repeats: topi.tile(ins[0], repeats, name="tile"),
+          doc="repeat along each axis (numpy.tile)"),
+    OpDef("where", Pattern.BROADCAST,
+          lambda ins: topi.where(ins[0], ins[1], ins[2], name="where"), (3, 3),
+          doc="select by a condition, the three broadcast (numpy.where)"),
 )}

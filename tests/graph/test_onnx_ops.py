@@ -121,6 +121,15 @@ CASES += [
     ("ReduceMean", [rand(3, 4, 5)], {}, 13),
     ("ArgMax", [rand(3, 4, 5)], {"axis": 1}, 13, I64),
     ("ArgMin", [rand(3, 4, 5)], {"axis": -1, "keepdims": 0}, 13, I64),
+    ("LogSoftmax", [rand(3, 7)], {}, 13),
+    ("LogSoftmax", [rand(2, 3, 5)], {"axis": 1}, 11),
+    ("InstanceNormalization", [rand(2, 3, 5, 4), Const(rand(3)), Const(rand(3))],
+     {"epsilon": 1e-3}, 13),
+    ("Gather", [rand(5, 4, 3), Const(np.array([[0, -1], [3, 1], [2, 2]], I64))],
+     {"axis": 1}, 13),
+    ("Gather", [rand(5, 3), np.array([4, 0, -2], I64)], {}, 13),
+    ("Tile", [rand(2, 3, 1), Const(np.array([2, 1, 3], I64))], {}, 13),
+    ("Where", [rand(3, 1) > 0, rand(3, 5), rand(5)], {}, 16, np.float32),
 ]
 
 

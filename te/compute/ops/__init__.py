@@ -6,17 +6,18 @@ the parameter. Imports te.compute and te.errors only, never schedule or lower.
 """
 from .elementwise import (add, broadcast_binary, broadcast_shape, divide,
                           fused_scale_shift_relu, maximum, minimum, multiply, relu, subtract,
-                          unary)
+                          unary, where)
 from .linalg import matmul_nd
-from .normalization import batch_norm_inference, global_pool2d, lrn
+from .normalization import (batch_norm_inference, global_pool2d, instance_norm, log_softmax,
+                            lrn)
 from .nn import (avg_pool2d, batch_matmul, conv2d_nchw, depthwise_conv2d_nchw, layer_norm,
                  matmul, max_pool2d, softmax)
 from .reduction import argmax, argmin, cumsum, max, min, sum  # noqa: A004
-from .transform import concatenate, pad, reshape, slice_axis, transpose
+from .transform import concatenate, pad, reshape, slice_axis, take, tile, transpose
 
 __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "relu", "unary",
            "broadcast_binary", "broadcast_shape", "batch_norm_inference", "lrn",
-           "global_pool2d", "matmul_nd",
+           "global_pool2d", "matmul_nd", "where", "take", "tile", "log_softmax", "instance_norm",
            "fused_scale_shift_relu", "transpose", "reshape", "pad", "concatenate",
            "slice_axis", "sum", "max", "min", "argmax", "argmin", "cumsum", "matmul",
            "batch_matmul", "conv2d_nchw", "depthwise_conv2d_nchw", "max_pool2d",

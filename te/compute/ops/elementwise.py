@@ -139,3 +139,13 @@ def fused_scale_shift_relu(x: Tensor, a, b, name: str = "T_scale_shift_relu") ->
     zero = api.const(0, x.dtype)
     return api.compute(x.shape, lambda *i: api.max(x(*i) * load(a, i) + load(b, i), zero),
                        name=name, tag="elemwise")
+
+
+def where(cond: Tensor, lhs: Tensor, rhs: Tensor, name: str = "T_where") -> Tensor:
+    """lhs[i] where cond[i] else rhs[i], the three broadcast together (numpy.where)."""
+    for param, t in (("cond", cond), ("lhs", lhs), ("rhs", rhs)):
+        check_tensor(t, "where", param)
+    shape = broadcast_shape(broadcast_shape(cond.shape, lhs.shape, "where"), rhs.shape, "where")
+    return api.compute(shape, lambda *i: api.if_then_else(
+        cond(*broadcast_index(cond, i)), lhs(*broadcast_index(lhs, i)),
+        rhs(*broadcast_index(rhs, i))), name=name, tag="broadcast")

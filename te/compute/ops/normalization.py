@@ -1,5 +1,5 @@
 """Normalizations and whole-map pooling over NCHW-like tensors: batch_norm_inference, lrn,
-global_pool2d.
+instance_norm, global_pool2d; and log_softmax.
 
 Takes te.Tensors (channels on axis 1) and static hyper-parameters, gives the output tensor
 (lrn keeps its windowed square sum a separate stage). Imports te.compute (api, tensor),
@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...errors import ShapeError
 from .. import api
 from ..tensor import Tensor
-from ._util import check_dim, check_float, check_tensor, static_dim
+from ._util import check_dim, check_float, check_tensor, normalize_axes, static_dim
 from .reduction import reduce_over
 
 
@@ -85,3 +85,59 @@ def global_pool2d(x: Tensor, kind: str = "avg", name: str = "T_global_pool") -> 
     inv = 1.0 / count
     return reduce_over(x, axes, True, name, "comm_reduce",
                        lambda full, raxes: api.sum(x(*full) * inv, axis=raxes))
+
+
+def log_softmax(x: Tensor, axis: int = -1, name: str = "T_log_softmax") -> Tensor:
+    """x - max - log(sum(exp(x - max))) along `axis` (floats): stages <name>_max,
+    <name>_sum and the result."""
+    who = "log_softmax"
+    check_tensor(x, who, "x")
+    check_float(x, who, "x")
+    (axis,) = normalize_axes(axis, x.ndim, who)
+    if x.ndim == 1:
+        raise ShapeError(f"{who}: x must have at least 2 dimensions (the reduced row stage "
+                         f"cannot be 0-d); reshape a vector to (1, n)")
+
+    def drop(i):
+        return tuple(v for d, v in enumerate(i) if d != axis)
+    top = reduce_over(x, (axis,), False, f"{name}_max", "comm_reduce",
+                      lambda full, raxes: api.max(x(*full), axis=raxes))
+    total = reduce_over(x, (axis,), False, f"{name}_sum", "comm_reduce",
+                        lambda full, raxes: api.sum(api.exp(x(*full) - top(*drop(full))),
+                                                    axis=raxes))
+    return api.compute(x.shape, lambda *i: x(*i) - top(*drop(i)) - api.log(total(*drop(i))),
+                       name=name, tag="injective")
+
+
+def instance_norm(x: Tensor, scale: Tensor, bias: Tensor, epsilon: float = 1e-5,
+                  name: str = "T_instance_norm") -> Tensor:
+    """(x - mean) / sqrt(var + epsilon) * scale[c] + bias[c], the mean and (biased)
+    variance over the spatial axes (2, 3, ...) of each (n, c): stages <name>_mean,
+    <name>_var and the result."""
+    who = "instance_norm"
+    check_tensor(x, who, "x")
+    check_float(x, who, "x")
+    if x.ndim < 3:
+        raise ShapeError(f"{who}: x must have at least 3 dimensions (N, C, ...), got {x.ndim}")
+    for param, t in (("scale", scale), ("bias", bias)):
+        check_tensor(t, who, param, ndim=1)
+        check_dim(t.shape[0], x.shape[1], who, f"{param}.shape[0] (x.shape[1], the channels)")
+    axes = tuple(range(2, x.ndim))
+    count = 1
+    for a in axes:
+        d = static_dim(x.shape[a])
+        if d is None:
+            raise ShapeError(f"{who}: x must have constant spatial sizes, got axis {a} "
+                             f"symbolic")
+        count *= d
+    inv = 1.0 / count
+    mean = reduce_over(x, axes, False, f"{name}_mean", "comm_reduce",
+                       lambda full, raxes: api.sum(x(*full) * inv, axis=raxes))
+
+    def centered(i):  # two passes: the mean, then the mean of squared deviations
+        return x(*i) - mean(i[0], i[1])
+    var = reduce_over(x, axes, False, f"{name}_var", "comm_reduce",
+                      lambda full, raxes: api.sum(centered(full) * centered(full) * inv,
+                                                  axis=raxes))
+    return api.compute(x.shape, lambda *i: centered(i) * api.rsqrt(var(i[0], i[1]) + epsilon)
+                       * scale[i[1]] + bias[i[1]], name=name, tag="injective")

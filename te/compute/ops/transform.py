@@ -170,3 +170,32 @@ def slice_axis(x: Tensor, axis: int, begin: int | None = None, end: int | None =
         index[axis] = i[axis] * step + start
         return x(*index)
     return api.compute(shape, fcompute, name=name, tag="injective")
+
+
+def take(data: Tensor, indices: Tensor, axis: int = 0, name: str = "T_take") -> Tensor:
+    """numpy.take(data, indices, axis) (ONNX Gather): out has data's shape with `axis`
+    replaced by indices' shape; a negative index counts from the end."""
+    check_tensor(data, "take", "data")
+    check_tensor(indices, "take", "indices")
+    if not indices.dtype.startswith(("int", "uint")):
+        raise ShapeError(f"take: indices must have an integer dtype, got {indices.dtype}")
+    axis = normalize_axis(axis, data.ndim, "take")
+    extent = data.shape[axis]
+    shape = tuple(data.shape[:axis]) + tuple(indices.shape) + tuple(data.shape[axis + 1:])
+
+    def fcompute(*i):
+        j = indices(*i[axis:axis + indices.ndim]).astype("int32")
+        j = api.if_then_else(j < 0, j + extent, j)
+        return data(*i[:axis], j, *i[axis + indices.ndim:])
+    return api.compute(shape, fcompute, name=name, tag="injective")
+
+
+def tile(x: Tensor, repeats: Sequence[int], name: str = "T_tile") -> Tensor:
+    """numpy.tile with one repeat count per dimension of x."""
+    check_tensor(x, "tile", "x")
+    reps = int_tuple(tuple(repeats), x.ndim, "tile", "repeats", minimum=1)
+    dims = _static_shape(x, "tile")
+    return api.compute(tuple(d * r for d, r in zip(dims, reps)),
+                       lambda *i: x(*[api.indexmod(v, d) if r > 1 else v
+                                      for v, d, r in zip(i, dims, reps)]),
+                       name=name, tag="injective")
