@@ -101,3 +101,19 @@ def test_compile_errors():
     with pytest.raises(graph.GraphError, match=r"value 'x' has symbolic shape float32\[n, 3\];"
                                                r" compile needs constant shapes"):
         graph.compile(sym)
+
+
+def test_profile_times_every_step_and_prints_a_table():
+    x = graph.input("x", (4, 9))
+    m = graph.compile(graph.Graph(graph.exp(graph.relu(x, name="r"), name="e")))
+    prof = m.profile({"x": _rand(4, 9)}, repeat=3)
+    assert [(r[0], r[1], r[2]) for r in prof.rows] == [("k0_relu", "relu", "r"),
+                                                       ("k1_exp", "exp", "e")]
+    assert all(r[3] > 0 for r in prof.rows) and prof.total == sum(r[3] for r in prof.rows)
+    lines = str(prof).splitlines()
+    assert lines[0].split() == ["kernel", "ops", "node", "time", "(us)", "share"]
+    assert lines[1].split()[:3] == ["k0_relu", "relu", "r"] and lines[-1].endswith("100.0%")
+    with pytest.raises(graph.FeedError, match=r"profile: repeat must be a positive int, got 0"):
+        m.profile({"x": _rand(4, 9)}, repeat=0)
+    with pytest.raises(graph.FeedError, match=r"run: missing input 'x'"):
+        m.profile({})

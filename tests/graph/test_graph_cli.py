@@ -1,0 +1,45 @@
+"""python -m graph show / run on a small ONNX model: the printed graph, the run summary with
+the comparison against onnxruntime, and the usage errors."""
+import re
+
+import pytest
+
+from graph.__main__ import main
+from onnx_cases import Const, make_model, onnx, rand
+
+
+@pytest.fixture
+def model_path(tmp_path):
+    model, _ = make_model("Conv", [rand(1, 3, 9, 7), Const(rand(4, 3, 3, 3))],
+                          {"pads": [1, 1, 1, 1]})
+    path = tmp_path / "conv.onnx"
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_show_prints_the_graph(model_path, capsys):
+    assert main(["show", model_path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "graph case(%in0: float32[1, 3, 9, 7]) {"
+    assert out[2].startswith("  %out0: float32[1, 4, 9, 7] = conv2d(%in0, %in1; ")
+
+
+def test_run_compiles_runs_profiles_and_compares(model_path, capsys):
+    assert main(["run", model_path, "--level", "O0", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "compiled at O0 in " in out and "1 steps, 1 kernels" in out
+    assert "output out0: float32[1, 4, 9, 7] min " in out
+    assert re.search(r"k0_conv2d\s+conv2d\s+out0\s+[0-9.]+\s+100\.0%", out)
+    diff = float(re.search(r"max \|ours - onnxruntime\| per output: (\S+)", out).group(1))
+    assert diff < 1e-4
+
+
+def test_errors(model_path, capsys):
+    assert main(["run", model_path, "--level", "O7"]) == 2
+    assert "error: graph.compile: level must be one of ['O0'], got 'O7'" in \
+        capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["show", model_path, "--shape", "in0"])
+    assert "--shape must look like name=1,3,224,224, got 'in0'" in capsys.readouterr().err
+    assert main(["show", model_path, "--shape", "in0=1,3,9"]) == 2
+    assert "shapes['in0'] must have 4 dims" in capsys.readouterr().err
