@@ -2,7 +2,7 @@
 results on odd and non-dividing sizes, the lowered IR has one shared loop, the step
 round-trips JSON, and every illegal fusion is an error that names the rule.
 
-Imports te, te.schedule.steps, numpy, pytest, hypothesis and helpers.
+Imports te, te.schedule.steps, numpy, pytest, hypothesis, compute_oracle and helpers.
 """
 import re
 
@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import te
 from te.schedule import steps as S
 
+from compute_oracle import evaluate
 from helpers import check_schedule, np_softmax, schedule_softmax_rows, softmax_graph
 
 
@@ -395,12 +396,14 @@ def test_chains_and_changes_after_compute_with():
 # -- every fusion that lowers gives the unfused result -----------------------------------
 
 def _draw_loop_plan(data, extents):
-    """Splits (factor or nparts, or none) of each root axis, a leaf order, an optional
-    fuse of two adjacent leaves and a split of the fused loop: drawn once, so two stages
-    can get the same loops."""
-    splits = [data.draw(st.one_of(st.none(), st.tuples(st.booleans(), st.integers(1, e + 2))),
-                        label="split") for e in extents]
-    n = sum(1 if sp is None else 2 for sp in splits)
+    """Splits (factor or nparts, or none) of each root axis, maybe a split of the inner
+    loop again (by up to the axis's extent + 2, often more than the inner loop's), a leaf
+    order, an optional fuse of two adjacent leaves and a split of the fused loop: drawn
+    once, so two stages can get the same loops."""
+    splits = [data.draw(st.one_of(st.none(), st.tuples(
+        st.booleans(), st.integers(1, e + 2), st.one_of(st.none(), st.integers(1, e + 2)))),
+        label="split") for e in extents]
+    n = sum(1 if sp is None else 2 if sp[2] is None else 3 for sp in splits)
     order = data.draw(st.permutations(range(n)), label="order")
     fuse = data.draw(st.one_of(st.none(), st.integers(0, n - 2)), label="fuse at")
     resplit = data.draw(st.one_of(st.none(), st.integers(2, 8)), label="split fused by") \
@@ -412,8 +415,10 @@ def _apply_loop_plan(stage, plan):
     splits, order, fuse, resplit = plan
     for iv, sp in zip(list(stage.leaf_iter_vars), splits):
         if sp is not None:
-            nparts, value = sp
-            stage.split(iv, nparts=value) if nparts else stage.split(iv, factor=value)
+            nparts, value, again = sp
+            _, inner = stage.split(iv, nparts=value) if nparts else stage.split(iv, factor=value)
+            if again is not None:
+                stage.split(inner, factor=again)
     leaves = list(stage.leaf_iter_vars)
     stage.reorder(*[leaves[k] for k in order])
     if fuse is not None:
@@ -463,3 +468,4 @@ def test_random_fusions_give_the_unfused_result(data):
     b = a * 2.0 + 1.0
     extra = {None: 0.0, "row": b[:, ::-1], "column": b[::-1, :]}[mirror]
     np.testing.assert_allclose(c, b * a + extra, rtol=1e-6)
+    np.testing.assert_allclose(c, evaluate(C, {A: a})[0], rtol=1e-6)  # never lowered
