@@ -16,7 +16,7 @@ from ..compute.expr import Const, TensorLoad
 from ..compute.tensor import REDUCE, ComputeOp, Range
 from ..errors import LoweringError
 from ..schedule.schedule import (INLINE, ROOT, SCOPE, FuseRel, SplitRel, Stage, fused_extent,
-                                 loop_dtype, split_extents)
+                                 loop_dtype, loop_extent_max, split_extents)
 from .arith import Analyzer, interval
 
 
@@ -161,6 +161,7 @@ def _attached_region(st: Stage, bodies: dict, readers: dict, bounds: dict,
     lo: list = [None] * ndim
     hi: list = [None] * ndim
     unbounded = [False] * ndim
+    span: list = [(None, None)] * ndim  # exact int bounds of the reads, where known
     for q in readers.get(st, []):
         q_loops = enclosing_loops(q) + [(q, iv) for iv in q.leaf_iter_vars]
         if not fixed <= {iv.var for _, iv in q_loops}:
@@ -169,11 +170,14 @@ def _attached_region(st: Stage, bodies: dict, readers: dict, bounds: dict,
                                 f"its reader '{q.name}' runs outside that loop; use "
                                 f"compute_root or attach it at an outer loop")
         ranges = _loop_range_map(q_loops, bounds, fixed)
+        exact = _int_ranges(ana, ranges)
         vals = root_values(q, bounds[q])
         vmap = {iv.var: v for iv, v in vals.items()}
         for load in _loads_of(bodies[q], st):
             for k, idx in enumerate(load.indices):
-                itv = interval(ana.simplify(E.substitute(idx, vmap)), ranges, ana)
+                idx = ana.simplify(E.substitute(idx, vmap))
+                span[k] = _union(span[k], exact.const_bound(idx))
+                itv = interval(idx, ranges, ana)
                 if itv is None:
                     unbounded[k] = True
                     continue
@@ -181,8 +185,8 @@ def _attached_region(st: Stage, bodies: dict, readers: dict, bounds: dict,
                 hi[k] = itv[1] if hi[k] is None else ana.simplify(E.binary("max", hi[k], itv[1]))
     root = {}
     for k, iv in enumerate(st.op.axis):
-        if unbounded[k] or lo[k] is None:
-            root[iv] = iv.dom
+        if unbounded[k] or lo[k] is None or _wider_than(span[k], iv.var.dtype):
+            root[iv] = iv.dom  # the whole domain: the guards keep reads outside it out
             continue
         extent = ana.simplify(hi[k] - lo[k] + 1)
         if not isinstance(extent, Const):
@@ -195,6 +199,33 @@ def _attached_region(st: Stage, bodies: dict, readers: dict, bounds: dict,
     for iv in st.op.reduce_axis:
         root[iv] = iv.dom
     return root
+
+
+def _int_ranges(ana: Analyzer, ranges: dict) -> Analyzer:
+    """ana's constant loop ranges and those of the loops `ranges` spans: its const_bound
+    is exact, where interval()'s constant ends are folded in the index's dtype (and wrap).
+    It bounds the reads over the fixed loops' whole ranges too, more than one iteration's
+    region: enough to tell a region int32 cannot count, which needs reads 2**31 apart."""
+    out = Analyzer(dict(ana.ranges))
+    for v, (lo, hi) in ranges.items():
+        if isinstance(lo, Const) and isinstance(hi, Const):
+            out.bind(v, int(lo.value), int(hi.value))
+    return out
+
+
+def _union(a: tuple, b: tuple) -> tuple:
+    if a == (None, None):
+        return b
+    lo = None if a[0] is None or b[0] is None else min(a[0], b[0])
+    hi = None if a[1] is None or b[1] is None else max(a[1], b[1])
+    return lo, hi
+
+
+def _wider_than(span: tuple, dtype: str) -> bool:
+    """Do reads spanning `span` cover more elements than `dtype` counts? (Their region's
+    extent, folded in that dtype, wrapped.)"""
+    lo, hi = span
+    return lo is not None and hi is not None and hi - lo + 1 > loop_extent_max(dtype)
 
 
 def _bind_const_loop_ranges(loops: list, bounds: dict, ana: Analyzer) -> None:

@@ -51,7 +51,8 @@ def _ceil_div(a: E.Expr, b: E.Expr) -> E.Expr:
     return E.binary("floordiv", E.binary("add", a, E.binary("sub", b, 1)), b)
 
 
-def _int_max(dtype: str) -> int:
+def loop_extent_max(dtype: str) -> int:
+    """The largest value of a loop variable of `dtype`."""
     bits = dt.bits(dtype)
     return 2 ** bits - 1 if dt.is_uint(dtype) else 2 ** (bits - 1) - 1
 
@@ -61,7 +62,7 @@ def loop_dtype(dtype: str, iterations: int) -> str | None:
     wrap past 2**31 - 1: a split padded beyond it, or fused axes whose product is), or
     None if int64 cannot count them either."""
     for candidate in (dtype, "int64"):
-        if iterations - 1 <= _int_max(candidate):
+        if iterations - 1 <= loop_extent_max(candidate):
             return candidate
     return None
 

@@ -111,3 +111,21 @@ def test_rfactor_inside_int64_split_loops():
     kio, kii = s[C].split(ki, factor=4)
     s.rfactor(C, kii)
     assert _run_sum(s, C) == 3 * n * (n - 1) // 2 + n
+
+
+def test_attached_region_wider_than_int32_computes_the_whole_domain():
+    """C reads T[i * 2**28] only where i == 0, but the region its loop reads spans
+    9 * 2**28 + 1 elements: folded in int32 that extent was negative, T got no loops and
+    C read memory T never wrote."""
+    A = te.placeholder((10,), name="A")
+    T = te.compute((10,), lambda i: A[i] * 2.0, name="T")
+    C = te.compute((10,), lambda i: te.if_then_else(i == 0, T[i * 2**28], -1.0), name="C")
+    s = te.create_schedule(C.op)
+    io, ii = s[C].split(C.op.axis[0], factor=10)
+    s[T].compute_at(s[C], io)
+    s[T].split(T.op.axis[0], factor=4)
+    assert "allocate T[float32 * 10]" in str(te.lower(s, [A, C]))
+    a = rand_array((10,))
+    c = np.full(10, np.nan, "float32")
+    te.build(s, [A, C])(a, c)
+    np.testing.assert_array_equal(c, evaluate(C, {A: a})[0])
