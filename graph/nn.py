@@ -40,6 +40,23 @@ def conv2d(data, weight, bias=None, strides=1, padding=0, dilation=1, groups: in
     return apply("conv2d", ins, attrs, name)
 
 
+def conv2d_transpose(data, weight, bias=None, strides=1, padding=0, dilation=1,
+                     output_padding=0, groups: int = 1, name: str | None = None):
+    """Transposed 2-d convolution over NCHW data with a (C, OC // groups, KH, KW) weight;
+    padding removes rows and columns from the full output."""
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise GraphError(f"graph.nn.conv2d_transpose: groups must be a positive int, got "
+                         f"{groups!r}")
+    attrs = {"strides": _ints(strides, 2, "conv2d_transpose", "strides", 1),
+             "padding": _padding(padding, "conv2d_transpose"),
+             "dilation": _ints(dilation, 2, "conv2d_transpose", "dilation", 1),
+             "output_padding": _ints(output_padding, 2, "conv2d_transpose",
+                                     "output_padding"),
+             "groups": groups}
+    ins = [data, weight] + ([bias] if bias is not None else [])
+    return apply("conv2d_transpose", ins, attrs, name)
+
+
 def max_pool2d(data, kernel, strides=1, padding=0, name: str | None = None):
     attrs = {"kernel": _ints(kernel, 2, "max_pool2d", "kernel", 1),
              "strides": _ints(strides, 2, "max_pool2d", "strides", 1),

@@ -5,11 +5,9 @@ graph layer works without it. Initializers become constants, dim_param names bec
 (one per name), and every node goes through the converter table in onnx_ops, which builds
 the same nodes a person would with the builder. Unsupported ops, attributes and
 non-constant shape inputs are collected over the whole model and refused in one
-UnsupportedError. Imports numpy, te's public API and graph's builder, errors and ir.
+UnsupportedError. Imports te's public API, graph's builder, errors and ir, and the converter tables.
 """
 from __future__ import annotations
-
-import numpy as np
 
 import te
 

@@ -26,6 +26,13 @@ def conv2d(ins, strides, padding, dilation, groups):
     return _with_bias(out, ins[2] if len(ins) > 2 else None, "conv2d")
 
 
+def conv2d_transpose(ins, strides, padding, dilation, output_padding, groups):
+    """ins: data (N, C, H, W), weight (C, OC // groups, KH, KW), optional bias (OC,)."""
+    out = topi.conv2d_transpose_nchw(ins[0], ins[1], strides, padding, dilation,
+                                     output_padding, groups, name="conv2d_transpose")
+    return _with_bias(out, ins[2] if len(ins) > 2 else None, "conv2d_transpose")
+
+
 def max_pool2d(ins, kernel, strides, padding):
     return topi.max_pool2d(ins[0], kernel, strides, padding, name="max_pool2d")
 
@@ -55,6 +62,8 @@ def gemm(ins, alpha, beta, trans_a, trans_b):
 OPS = {op.name: op for op in (
     OpDef("conv2d", Pattern.OUT_ELEMWISE_FUSABLE, conv2d, (2, 3), schedule="conv2d",
           doc="2-d convolution, NCHW, groups and dilation, optional bias"),
+    OpDef("conv2d_transpose", Pattern.OUT_ELEMWISE_FUSABLE, conv2d_transpose, (2, 3),
+          doc="transposed 2-d convolution, NCHW, groups and dilation, optional bias"),
     OpDef("max_pool2d", Pattern.OUT_ELEMWISE_FUSABLE, max_pool2d,
           doc="max pooling, NCHW"),
     OpDef("avg_pool2d", Pattern.OUT_ELEMWISE_FUSABLE, avg_pool2d,

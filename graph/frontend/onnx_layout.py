@@ -1,0 +1,184 @@
+"""ONNX converters of layout, reduction and constant ops (Reshape, Squeeze, Unsqueeze,
+Flatten, Transpose, Concat, Pad, Slice, Split, Expand, Gather, Tile, Constant,
+ConstantOfShape, Shape, ReduceX, ArgMax/ArgMin), opsets 7 to 21: where an attribute became
+an input, the converter reads whichever the model has.
+
+Imports numpy and graph's builder modules and graph.frontend.onnx_base.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import builder, transform
+from ..builder import apply
+from .onnx_base import Converter, Refused, const, only, row
+
+# ---- layout --------------------------------------------------------------------------
+
+def _reshape(ins, attrs, opset, outs):
+    x = ins[0]
+    shape = [int(d) for d in (attrs["shape"] if opset < 5 else const(ins[1], "shape"))]
+    if not attrs.get("allowzero", 0):  # 0 copies the input's dim
+        shape = [x.shape[k] if d == 0 else d for k, d in enumerate(shape)]
+    return [transform.reshape(x, shape, name=outs[0])]
+
+
+def _axes(ins, attrs, opset, new_opset: int, name: str = "axes"):
+    """Axes given as an attribute before `new_opset`, as an optional input from it on."""
+    if opset < new_opset:
+        return attrs.get(name)
+    if len(ins) < 2 or ins[1] is None:
+        return None
+    return [int(a) for a in const(ins[1], name)]
+
+
+def _squeeze(ins, attrs, opset, outs):
+    return [transform.squeeze(ins[0], _axes(ins, attrs, opset, 13), name=outs[0])]
+
+
+def _unsqueeze(ins, attrs, opset, outs):
+    axes = _axes(ins, attrs, opset, 13)
+    if axes is None:
+        raise Refused("axes", "Unsqueeze needs axes")
+    return [transform.unsqueeze(ins[0], list(axes), name=outs[0])]
+
+
+def _flatten(ins, attrs, opset, outs):
+    return [transform.flatten(ins[0], attrs.get("axis", 1), name=outs[0])]
+
+
+def _transpose(ins, attrs, opset, outs):
+    return [transform.transpose(ins[0], attrs.get("perm"), name=outs[0])]
+
+
+def _concat(ins, attrs, opset, outs):
+    return [transform.concatenate(ins, attrs["axis"], name=outs[0])]
+
+
+def _pad(ins, attrs, opset, outs):
+    only(attrs, "mode", ("constant",), "constant")
+    x = ins[0]
+    n = len(x.shape)
+    if opset < 11:
+        pads, value = attrs["pads"], attrs.get("value", 0.0)
+    else:
+        pads = [int(p) for p in const(ins[1], "pads")]
+        value = float(const(ins[2], "constant_value")) if len(ins) > 2 and ins[2] else 0.0
+        if len(ins) > 3 and ins[3] is not None:
+            axes = [int(a) % n for a in const(ins[3], "axes")]
+            full = [0] * (2 * n)
+            for k, a in enumerate(axes):
+                full[a], full[n + a] = pads[k], pads[len(axes) + k]
+            pads = full
+    if min(pads) < 0:
+        raise Refused("pads", "negative pads (cropping) are not supported")
+    return [transform.pad(x, pads[:n], pads[n:], value, name=outs[0])]
+
+
+def _slice(ins, attrs, opset, outs):
+    x = ins[0]
+    if opset < 10:
+        starts, ends = attrs["starts"], attrs["ends"]
+        axes, steps = attrs.get("axes"), None
+    else:
+        starts, ends = const(ins[1], "starts"), const(ins[2], "ends")
+        axes = const(ins[3], "axes") if len(ins) > 3 and ins[3] is not None else None
+        steps = const(ins[4], "steps") if len(ins) > 4 and ins[4] is not None else None
+    big = np.iinfo(np.int64).max // 2  # ONNX writes "to the end" as INT64_MAX
+    clamp = [int(max(min(v, big), -big)) for v in ends]
+    return [transform.slice(x, [int(v) for v in starts], clamp, axes, steps, name=outs[0])]
+
+
+def _split(ins, attrs, opset, outs):
+    x = ins[0]
+    axis = attrs.get("axis", 0) % len(x.shape)
+    sizes = attrs.get("split") if opset < 13 else (
+        [int(s) for s in const(ins[1], "split")] if len(ins) > 1 and ins[1] is not None
+        else None)
+    if sizes is None:
+        parts = attrs.get("num_outputs", len(outs))
+        size = -(-x.shape[axis] // parts)
+        sizes = [min(size, x.shape[axis] - k * size) for k in range(parts)]
+    return list(transform.split(x, sizes, axis, name=outs[0], output_names=outs))
+
+
+def _expand(ins, attrs, opset, outs):
+    return [transform.expand(ins[0], [int(d) for d in const(ins[1], "shape")], name=outs[0])]
+
+
+def _gather(ins, attrs, opset, outs):
+    if len(ins[1].shape) == 0:
+        raise Refused("indices", "0-d (scalar) indices are not supported")
+    return [transform.take(ins[0], ins[1], attrs.get("axis", 0), name=outs[0])]
+
+
+def _constant(ins, attrs, opset, outs):
+    for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        if key in attrs:
+            data = np.asarray(attrs[key], dtype=np.float32 if "float" in key else
+                              np.int64 if "int" in key else None)
+            return [builder.constant(data, name=outs[0])]
+    raise Refused("value", "Constant needs value, value_float(s) or value_int(s)")
+
+
+def _constant_of_shape(ins, attrs, opset, outs):
+    shape = [int(d) for d in const(ins[0], "input")]
+    value = attrs.get("value", np.zeros(1, np.float32))
+    return [builder.constant(np.full(shape, value.reshape(-1)[0], value.dtype), name=outs[0])]
+
+
+def _shape(ins, attrs, opset, outs):
+    dims = ins[0].shape[attrs.get("start", 0):attrs.get("end", len(ins[0].shape))]
+    if any(not isinstance(d, int) for d in dims):
+        raise Refused("", "Shape of a symbolic dim is not supported")
+    return [builder.constant(np.asarray(dims, np.int64), name=outs[0])]
+
+
+def _reduce(op: str, new_opset: int):
+    def fn(ins, attrs, opset, outs):
+        x = ins[0]
+        axes = _axes(ins, attrs, opset, new_opset)
+        if axes is None or len(axes) == 0:
+            if attrs.get("noop_with_empty_axes", 0):
+                return [apply("identity", [x], {}, outs[0])]
+            axes = None
+        keep = bool(attrs.get("keepdims", 1))
+        return [builder.REDUCE_FUNCTIONS[op](x, axes, keep, name=outs[0])]
+    return Converter(fn, frozenset(("axes", "keepdims", "noop_with_empty_axes")))
+
+
+def _arg(op: str):
+    def fn(ins, attrs, opset, outs):
+        if attrs.get("select_last_index", 0):
+            raise Refused("select_last_index", "only the first index (0) is supported")
+        axis = attrs.get("axis", 0) % len(ins[0].shape)
+        return [apply(op, [ins[0]], {"axis": axis, "keepdims": int(attrs.get("keepdims", 1))},
+                      outs[0])]
+    return Converter(fn, frozenset(("axis", "keepdims", "select_last_index")))
+
+
+LAYOUT_CONVERTERS = {
+    "Gather": row(_gather, "axis"),
+    "Tile": row(lambda ins, a, o, outs: [transform.tile(
+        ins[0], [int(r) for r in const(ins[1], "repeats")], name=outs[0])]),
+    "Reshape": row(_reshape, "allowzero"),
+    "Flatten": row(_flatten, "axis"),
+    "Squeeze": row(_squeeze, "axes"),
+    "Unsqueeze": row(_unsqueeze, "axes"),
+    "Transpose": row(_transpose, "perm"),
+    "Concat": row(_concat, "axis"),
+    "Pad": row(_pad, "mode", "pads", "value"),
+    "Slice": row(_slice, "starts", "ends", "axes"),
+    "Split": row(_split, "axis", "split", "num_outputs"),
+    "Expand": row(_expand),
+    "Constant": row(_constant, "value", "value_float", "value_floats", "value_int",
+                    "value_ints"),
+    "ConstantOfShape": row(_constant_of_shape, "value"),
+    "Shape": row(_shape, "start", "end"),
+    **{onnx_op: _reduce(op, 18 if onnx_op != "ReduceSum" else 13) for onnx_op, op in (
+        ("ReduceSum", "reduce_sum"), ("ReduceMean", "reduce_mean"), ("ReduceMax", "reduce_max"),
+        ("ReduceMin", "reduce_min"), ("ReduceProd", "reduce_prod"), ("ReduceL1", "reduce_l1"),
+        ("ReduceL2", "reduce_l2"), ("ReduceSumSquare", "reduce_sum_square"))},
+    "ArgMax": _arg("argmax"),
+    "ArgMin": _arg("argmin"),
+}
