@@ -1,0 +1,25 @@
+"""A BERT-base encoder layer (hidden 768, 12 heads, FFN 3072, sequence 128, GELU through
+Erf, LayerNormalization) built with onnx.helper, at O0 against onnxruntime: the layer's
+output and the attention probabilities within 1e-3 * max(1, max|ref|)."""
+import numpy as np
+from onnx_cases import ort  # first: skips this module where onnx or onnxruntime is absent
+
+import graph
+from bert_layer import bert_layer
+from onnx import TensorProto, helper
+
+
+def test_bert_layer_matches_onnxruntime_at_o0():
+    model, feeds = bert_layer()
+    model.graph.output.append(helper.make_tensor_value_info("probs", TensorProto.FLOAT, None))
+    refs = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    g = graph.from_onnx(model)
+    assert [v.type_str for v in g.outputs] == ["float32[1, 128, 768]",
+                                               "float32[1, 12, 128, 128]"]
+    outs = graph.compile(g).run(feeds)
+    for out, ref in zip(outs, refs):
+        err = float(np.abs(out - ref).max())
+        assert err <= 1e-3 * max(1.0, float(np.abs(ref).max())), err
+    # the mask reached the scores: the padded tail gets no attention
+    assert float(outs[1][..., 112:].max()) < 1e-6
