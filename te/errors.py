@@ -11,9 +11,10 @@ from runtime.errors import ArgumentError  # noqa: F401  (re-exported)
 
 # What te.lower, te.build and the interpreter say when a program nests deeper than one of
 # their walks can follow (most keep their own stacks; see te.lower.visitor).
-TOO_DEEP = ("{who}: the program nests too deep to {what} (an expression or a chain of "
-            "nested statements deeper than Python's recursion limit); compute part of the "
-            "expression in a stage of its own (te.compute) instead of one deep expression")
+TOO_DEEP = ("{who}: the program nests too deep to {what} (an expression, or loops and "
+            "allocations nested one per stage, deeper than Python's recursion limit); split "
+            "a deep expression into stages of its own (te.compute), and compute a long chain "
+            "of stages at root rather than each at its reader's loop (compute_at)")
 
 
 class TEError(Exception):

@@ -108,9 +108,10 @@ def test_the_interpreter_says_a_deep_expression_is_too_deep():
     s, A, C = _deep_schedule(5)
     a, c = np.ones(5, "float32"), np.zeros(5, "float32")
     with pytest.raises(InterpError, match="interp: the program nests too deep to interpret "
-                       r"\(an expression or a chain of nested statements deeper than "
-                       r"Python's recursion limit\); compute part of the expression in a "
-                       r"stage of its own \(te.compute\)"):
+                       r"\(an expression, or loops and allocations nested one per stage, "
+                       r"deeper than Python's recursion limit\); split a deep expression into "
+                       r"stages of its own \(te.compute\), and compute a long chain of stages "
+                       r"at root rather than each at its reader's loop \(compute_at\)"):
         run_func(te.lower(s, [A, C]), [a, c])
 
 
