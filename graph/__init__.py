@@ -13,7 +13,7 @@ from .frontend import from_onnx
 from .ir import Graph, Node, Value
 from .ops import OPS, OpDef, Pattern
 from .transform import (cast, clip, concatenate, expand, flatten, pad, reshape, slice, split,
-                        squeeze, take, tile, transpose, unsqueeze, where)
+                        resize, squeeze, take, tile, transpose, unsqueeze, where)
 
 globals().update(UNARY_FUNCTIONS)    # graph.relu, graph.exp, graph.gelu, ...
 globals().update(BINARY_FUNCTIONS)   # graph.add, graph.multiply, graph.less, ...

@@ -142,3 +142,20 @@ def tile(x, repeats, name: str | None = None):
 def where(cond, lhs, rhs, name: str | None = None):
     """lhs where cond else rhs, broadcast together."""
     return apply("where", [cond, lhs, rhs], {}, name)
+
+
+def resize(x, shape, scales=None, method: str = "nearest",
+           coordinate_mode: str = "half_pixel", nearest_mode: str = "round_prefer_floor",
+           name: str | None = None):
+    """x resized to `shape` by 'nearest' or 'linear' interpolation; `scales` (default
+    out / in per axis) enter the coordinate map as in ONNX Resize."""
+    shape = tuple(int(d) for d in shape)
+    in_shape = _static_shape(x, "resize")
+    if len(shape) != len(in_shape) or min(shape, default=1) < 1:
+        raise GraphError(f"graph.resize: shape must be {len(in_shape)} positive ints, got "
+                         f"{shape}")
+    scales = (tuple(o / i for o, i in zip(shape, in_shape)) if scales is None
+              else tuple(float(s) for s in scales))
+    return apply("resize", [x], {"shape": shape, "scales": scales, "method": method,
+                                 "coordinate_mode": coordinate_mode,
+                                 "nearest_mode": nearest_mode}, name)

@@ -1,5 +1,5 @@
 """ONNX converters of layout, reduction and constant ops (Reshape, Squeeze, Unsqueeze,
-Flatten, Transpose, Concat, Pad, Slice, Split, Expand, Gather, Tile, Constant,
+Flatten, Transpose, Concat, Pad, Slice, Split, Expand, Gather, Tile, Resize, Constant,
 ConstantOfShape, Shape, ReduceX, ArgMax/ArgMin), opsets 7 to 21: where an attribute became
 an input, the converter reads whichever the model has.
 
@@ -112,6 +112,38 @@ def _gather(ins, attrs, opset, outs):
     return [transform.take(ins[0], ins[1], attrs.get("axis", 0), name=outs[0])]
 
 
+def _resize(ins, attrs, opset, outs):
+    x = ins[0]
+    method = only(attrs, "mode", ("nearest", "linear"), "nearest")
+    for name, default in (("antialias", 0), ("exclude_outside", 0)):
+        only(attrs, name, (default,), default)
+    only(attrs, "keep_aspect_ratio_policy", ("stretch",), "stretch")
+    if "axes" in attrs:
+        raise Refused("axes", "resizing a subset of axes is not supported")
+    if opset < 11:  # opset 10: Upsample's coordinates
+        coordinate, nearest = "asymmetric", "floor"
+        scales, sizes = const(ins[1], "scales"), None
+    else:
+        coordinate = only(attrs, "coordinate_transformation_mode",
+                          ("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"),
+                          "half_pixel")
+        nearest = only(attrs, "nearest_mode", ("round_prefer_floor", "round_prefer_ceil",
+                                               "floor", "ceil"), "round_prefer_floor")
+        given = [v for v in ins[2:4] if v is not None and (not v.is_constant or v.data.size)]
+        if len(given) != 1:
+            raise Refused("scales", "exactly one of scales and sizes must be given")
+        by_sizes = len(ins) > 3 and given[0] is ins[3]
+        sizes = const(ins[3], "sizes") if by_sizes else None
+        scales = None if by_sizes else const(ins[2], "scales")
+    if sizes is not None:
+        shape = [int(d) for d in sizes]
+        scales = [o / i for o, i in zip(shape, x.shape)]
+    else:
+        scales = [float(s) for s in scales]
+        shape = [int(np.floor(i * s)) for i, s in zip(x.shape, scales)]
+    return [transform.resize(x, shape, scales, method, coordinate, nearest, name=outs[0])]
+
+
 def _constant(ins, attrs, opset, outs):
     for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
         if key in attrs:
@@ -159,6 +191,9 @@ def _arg(op: str):
 
 LAYOUT_CONVERTERS = {
     "Gather": row(_gather, "axis"),
+    "Resize": row(_resize, "mode", "coordinate_transformation_mode", "nearest_mode",
+                  "cubic_coeff_a", "exclude_outside", "extrapolation_value", "antialias",
+                  "axes", "keep_aspect_ratio_policy"),
     "Tile": row(lambda ins, a, o, outs: [transform.tile(
         ins[0], [int(r) for r in const(ins[1], "repeats")], name=outs[0])]),
     "Reshape": row(_reshape, "allowzero"),
