@@ -105,6 +105,12 @@ def _wrap_coeff(c: int, dtype: str) -> int:
     return dt.wrap(c, f"int{dt.bits(dtype)}") if dt.is_integral(dtype) else c
 
 
+# How deep simplify() and linear() recurse before they walk the rest of an expression
+# with their own stack: recursion is the fast way through the usual few levels, and this
+# stays far from Python's limit (a user's expression may nest thousands deep).
+WARM_DEPTH = 48
+
+
 class Analyzer:
     """Simplifies integer expressions using known constant ranges of variables.
 
@@ -122,6 +128,7 @@ class Analyzer:
         self._ranges: dict = dict(ranges or {})  # Var -> (lo, hi) inclusive ints
         self._linear_memo: dict = {}  # id(expr) -> (expr, Linear)
         self._simplify_memo: dict = {}  # id(expr) -> (expr, simplified expr)
+        self._depth = 0  # simplify() calls in progress, one inside the other
 
     @property
     def ranges(self) -> MappingProxyType:
@@ -150,7 +157,13 @@ class Analyzer:
         hit = self._linear_memo.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
-        out = self._linear(e)
+        if self._depth >= WARM_DEPTH:
+            self._warm(e)
+        self._depth += 1
+        try:
+            out = self._linear(e)
+        finally:
+            self._depth -= 1
         self._linear_memo[id(e)] = (e, out)
         return out
 
@@ -180,19 +193,30 @@ class Analyzer:
         hit = self._simplify_memo.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
-        # subtrees first, deepest first: each node's own rules then find its children in
-        # the memo, so the recursion below stays one level deep however deep `e` is
-        for node in E.post_order(e, self._simplified):
-            self._simplify_node(node)
-        return self._simplify_memo[id(e)][1]
-
-    def _simplified(self, e: Expr) -> bool:
-        hit = self._simplify_memo.get(id(e))
-        return isinstance(e, (Var, Const)) or (hit is not None and hit[0] is e)
-
-    def _simplify_node(self, e: Expr) -> None:
-        out = self.linear(e).to_expr() if _is_int_scalar(e) else self._simplify_atom(e)
+        if self._depth >= WARM_DEPTH:
+            self._warm(e)
+        self._depth += 1
+        try:
+            out = self.linear(e).to_expr() if _is_int_scalar(e) else self._simplify_atom(e)
+        finally:
+            self._depth -= 1
         self._simplify_memo[id(e)] = (e, out)
+        return out
+
+    def _warm(self, e: Expr) -> None:
+        """Analyze e's subtrees first, deepest first (an integer one to its linear form, as
+        the rules of its parent take it), so that the rules of e recurse one level only
+        however deep it is."""
+        for node in E.post_order(e, self._analyzed):
+            if node is not e:
+                self.linear(node) if _is_int_scalar(node) else self.simplify(node)
+
+    def _analyzed(self, e: Expr) -> bool:
+        """Whether simplify(e) (or linear(e), for an integer e) is remembered."""
+        if isinstance(e, (Var, Const)):
+            return True
+        hit = (self._linear_memo if _is_int_scalar(e) else self._simplify_memo).get(id(e))
+        return hit is not None and hit[0] is e
 
     # -- bounds ------------------------------------------------------------------------
     def const_bound(self, e: Expr) -> tuple:

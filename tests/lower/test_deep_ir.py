@@ -165,3 +165,23 @@ def test_the_tuners_features_of_a_2000_stage_chain():
     s = te.create_schedule(stages[-1].op)
     f = dict(zip(F.NAMES, F.extract(F.lower_for_features(s, [A, stages[-1]]))))
     assert f["n_stores"] == pytest.approx(np.log2(1 + DEPTH))
+
+
+def test_an_integer_expression_4000_nodes_deep_matches_numpy():
+    """Integer arithmetic goes through the analyzer's linear forms, which also stop
+    recursing past a few dozen levels."""
+    A = te.placeholder((37,), "int32", name="A")
+
+    def fcompute(i):
+        x = A[i]
+        for k in range(DEPTH):
+            x = x * 3 + k % 7
+        return x
+    C = te.compute((37,), fcompute, name="C")
+    a = np.random.default_rng(2).integers(-1000, 1000, 37).astype("int32")
+    c = np.zeros(37, "int32")
+    te.build(te.create_schedule(C.op), [A, C])(a, c)
+    want = a.astype(np.int64)
+    for k in range(DEPTH):
+        want = (want * 3 + k % 7) % (1 << 32)  # int32 wraps, as numpy's does
+    np.testing.assert_array_equal(c, want.astype(np.uint32).astype(np.int32))

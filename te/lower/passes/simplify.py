@@ -12,7 +12,7 @@ import dataclasses
 from ...compute import expr as E
 from ...compute.expr import Const
 from .. import ir
-from ..arith import Analyzer
+from ..arith import WARM_DEPTH, Analyzer
 from ..visitor import Mutator
 
 
@@ -81,13 +81,40 @@ class _Substitute(Mutator):
         self.memo: dict = {}  # id(expr) -> (expr, result); holding expr keeps its id unique
 
     def visit_expr(self, e: E.Expr) -> E.Expr:
-        # subtrees first, deepest first (each node then finds its children in the memos):
-        # a user's expression nests deeper than Python recurses
-        for node in E.post_order(e, self._known):
-            self.mentions[id(node)] = (node, self._mentions_here(node))
-        for node in E.post_order(e, self._unchanged_or_done):
-            self.memo[id(node)] = (node, self._rewrite(node))
-        return self.memo[id(e)][1] if self._mentioned(e) else e
+        if not self._mentions(e, 0):
+            return e
+        return self._rewritten(e, 0)
+
+    def _mentions(self, e: E.Expr, depth: int) -> bool:
+        hit = self.mentions.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        if depth >= WARM_DEPTH:  # deeper: the rest deepest first, by post_order's stack
+            for node in E.post_order(e, self._known):
+                if node is not e:
+                    self.mentions[id(node)] = (node, self._mentions_here(node))
+        out = isinstance(e, E.Var) and e in self.vmap
+        for k in E.children(e):
+            out = self._mentions(k, depth + 1) or out  # visit every child: fill the memo
+        self.mentions[id(e)] = (e, out)
+        return out
+
+    def _rewritten(self, e: E.Expr, depth: int) -> E.Expr:
+        """e (which mentions a replaced Var) with them replaced."""
+        hit = self.memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        if depth >= WARM_DEPTH:
+            for node in E.post_order(e, self._unchanged_or_done):
+                if node is not e:
+                    self.memo[id(node)] = (node, self._rewrite(node))
+        if isinstance(e, E.Var):
+            out = self.vmap[e]
+        else:
+            out = E.with_children(e, tuple(self._rewritten(k, depth + 1) if self._mentioned(k)
+                                           else k for k in E.children(e)))
+        self.memo[id(e)] = (e, out)
+        return out
 
     def _mentions_here(self, node: E.Expr) -> bool:
         if isinstance(node, E.Var):
