@@ -160,7 +160,8 @@ def _build(sch, args, target, name: str, instrument_bound_checkers):
             raise BuildError("te.build: args must list the argument tensors of the schedule")
         _check_name(name)
         func = pipeline.lower(sch, args, target, name=name,
-                              instrument_bound_checkers=instrument_bound_checkers)
+                              instrument_bound_checkers=instrument_bound_checkers,
+                              split_host_device=target.kind == "cuda")
     else:
         raise BuildError(f"te.build: expected a schedule or a lowered function, got "
                          f"{type(sch).__name__}")

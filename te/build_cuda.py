@@ -1,6 +1,7 @@
 """te.build for target 'cuda': host/device split, CUDA C, PTX, and a runtime.cuda.CudaModule.
 
-Takes a function lowered for 'cuda' (vectorized loops kept as loops), its KernelSignature and
+Takes a function lowered for 'cuda' (vectorized loops kept as loops; the pipeline's
+host/device split run, or run here for a function lowered before), its KernelSignature and
 the parsed target (te.target.Target: -arch, launch limits, C types); gives a CudaModule
 whose launch plan evaluates the temporaries' sizes and each kernel's grid and block extents
 from the size variables of a call. nvcc checks the source at build time when it is on PATH;
@@ -14,15 +15,16 @@ from runtime import cuda as rt_cuda
 
 from .codegen.cuda.codegen import generate_cuda
 from .errors import BuildError
-from .lower import ir
-from .lower.passes.device_split import (BLOCK_TAGS, GRID_TAGS, evaluate_on_host,
-                                        split_host_device)
+from .lower import ir, pipeline
+from .lower.passes.device_split import BLOCK_TAGS, GRID_TAGS, evaluate_on_host
 from .target import Target
 
 
 def build_cuda(func: ir.PrimFunc, signature: runtime.KernelSignature,
                target: Target) -> rt_cuda.CudaModule:
-    plan = split_host_device(func, target)
+    if func.device_plan is None:   # a function lowered before, without the split
+        func = pipeline.split_for_device(func, target)
+    plan = func.device_plan
     source = generate_cuda(func, plan, target)
     kernels = tuple(rt_cuda.CudaKernel(k.name, k.params, k.uses_barriers)
                     for k in source.kernels)

@@ -196,6 +196,9 @@ class PrimFunc:
     scalar_params: tuple
     body: Stmt
     attrs: dict = field(default_factory=dict)
+    # Target 'cuda': the host/device split's DevicePlan of this body (pipeline.py's
+    # split_host_device pass), which te/codegen/cuda reads; None before it runs.
+    device_plan: object = None
 
     __hash__ = object.__hash__
 

@@ -20,6 +20,7 @@ from ..schedule.schedule import INLINE, SCOPE, Schedule
 from . import ir
 from .build_loops import schedule_to_stmt
 from .passes.bound_checkers import instrument_bound_checkers
+from .passes.device_split import split_host_device
 from .passes.loop_partition import partition_loops
 from .passes.simplify import simplify_stmt
 from .passes.software_pipeline import software_pipeline
@@ -64,6 +65,14 @@ PASSES = (
 # Passes that run only when lower() is asked for them, by the keyword of the same name.
 OPT_IN = ("instrument_bound_checkers",)
 
+# The last pass, for target 'cuda' (passes/device_split.py): which nests become kernels,
+# their launches, and refusals where CUDA code could not agree with the IR. It changes no
+# statement; it gives the plan te/codegen/cuda reads, kept on the function (device_plan).
+# te.build asks for it (lower(..., split_host_device=True), or split_for_device() for a
+# function lowered before); te.lower alone does not, so any function lowered for 'cuda'
+# can still be printed.
+DEVICE_SPLIT = "split_host_device"
+
 
 # Target 'cuda' keeps vectorized loops as loops (each GPU thread runs them unrolled), and
 # does not partition loops: a split point that depends on threadIdx would make a loop's
@@ -74,15 +83,20 @@ SKIPPED_FOR = {"llvm": (), "cuda": ("loop_partition", "simplify_partitioned", "v
 
 def lower(sch: Schedule, args: list, target, name: str = "main",
           dump_after: str | None = None, simple_mode: bool = False,
-          instrument_bound_checkers: bool = False, stop_after: str | None = None) -> ir.PrimFunc:
+          instrument_bound_checkers: bool = False, stop_after: str | None = None,
+          split_host_device: bool = False) -> ir.PrimFunc:
     """The lowered function of schedule `sch` taking `args` (tensors) in order, for `target`
     (a te.target.Target; kind 'cuda' lowers for the GPU code generator, see SKIPPED_FOR).
     instrument_bound_checkers: check at run time every access not proven in bounds.
-    stop_after: a pass name (FRONT or PASSES); the function as that pass leaves it (a pass
-    the target skips or nobody asked for leaves it as the passes before it did)."""
+    stop_after: a pass name (PASS_NAMES); the function as that pass leaves it (a pass the
+    target skips or nobody asked for leaves it as the passes before it did).
+    split_host_device: run DEVICE_SPLIT (target 'cuda')."""
     try:
-        return _lower(sch, args, name, dump_after, target, instrument_bound_checkers,
+        func = _lower(sch, args, name, dump_after, target, instrument_bound_checkers,
                       stop_after)
+        if split_host_device and stop_after in (None, DEVICE_SPLIT):
+            func = split_for_device(func, target, dump_after)
+        return func
     except RecursionError:
         # the passes walk expressions and nested statements with their own stacks; what
         # still recurses (an analysis of one deep index) ends here, not in a bare error
@@ -122,7 +136,20 @@ def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target,
     return func
 
 
-PASS_NAMES = FRONT + tuple(name for name, _ in PASSES)
+PASS_NAMES = FRONT + tuple(name for name, _ in PASSES) + (DEVICE_SPLIT,)
+
+
+def split_for_device(func: ir.PrimFunc, target, dump_after: str | None = None) -> ir.PrimFunc:
+    """DEVICE_SPLIT on a function lowered for 'cuda': the same function with its
+    device_plan."""
+    if target.kind != "cuda":
+        raise LoweringError(f"te.lower: {DEVICE_SPLIT} is for target_kind 'cuda' only, got "
+                            f"{target.kind!r}")
+    plan = split_host_device(func, target)
+    func = ir.PrimFunc(func.name, func.params, func.scalar_params, func.body, func.attrs,
+                       plan)
+    _dump(func, DEVICE_SPLIT, dump_after or os.environ.get("TE_DUMP_IR"))
+    return func
 
 
 def _front(sch: Schedule, tensors: list, name: str, target, dump_after: str | None,

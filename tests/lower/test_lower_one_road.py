@@ -11,6 +11,7 @@ import te
 from te.autotune import features as F
 from te.autotune.task import compile_job
 from te.lower import pipeline
+from te.target import parse_target
 
 
 def _schedule():
@@ -29,10 +30,12 @@ def _schedule():
 def test_the_pass_list_starts_at_the_schedule():
     assert pipeline.PASS_NAMES[:3] == ("schedule_to_stmt", "storage_flatten",
                                        "software_pipeline")
-    assert pipeline.PASS_NAMES[2:] == tuple(name for name, _ in pipeline.PASSES)
+    assert pipeline.PASS_NAMES[2:-1] == tuple(name for name, _ in pipeline.PASSES)
+    assert pipeline.PASS_NAMES[-1] == "split_host_device"
 
 
-@pytest.mark.parametrize("name", pipeline.PASS_NAMES[:-1])
+# all but the two passes that run only on request (instrument_bound_checkers, the split)
+@pytest.mark.parametrize("name", pipeline.PASS_NAMES[:-2])
 def test_stop_after_gives_what_the_pass_dumps(name, capsys):
     s, args = _schedule()
     stopped = te.lower(s, args, stop_after=name)
@@ -102,3 +105,41 @@ def test_the_tuners_compile_job_is_what_te_build_compiles():
     c = np.full((129, 257), np.nan, "float32")
     mod(a, c)
     np.testing.assert_allclose(c, (a[::-1] + 1.0) * 2.0, rtol=1e-6)
+
+
+def _bound_schedule():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 3.0, name="B")
+    s = te.create_schedule(B.op)
+    outer, inner = s[B].split(B.op.axis[0], factor=64)
+    s[B].bind(outer, te.thread_axis("blockIdx.x"))
+    s[B].bind(inner, te.thread_axis("threadIdx.x"))
+    return s, [A, B]
+
+
+def test_the_host_device_split_is_the_last_pass_for_cuda(capsys):
+    s, args = _bound_schedule()
+    cuda = parse_target("cuda")
+    plain = pipeline.lower(s, args, cuda)
+    assert plain.device_plan is None
+    split = pipeline.lower(s, args, cuda, split_host_device=True,
+                           dump_after="split_host_device")
+    assert capsys.readouterr().out == f"// IR after split_host_device\n{split}\n"
+    assert str(split) == str(plain)     # it changes no statement
+    assert [k.name for k in split.device_plan.kernels] == ["main_kernel0"]
+    mod = te.build(s, args, target="cuda")
+    assert mod.lowered.device_plan is not None
+    # a function lowered before is split by te.build, through the same pass
+    assert te.build(te.lower(s, args, target="cuda"), target="cuda").get_source() == \
+        mod.get_source()
+    with pytest.raises(te.LoweringError, match=r"^te.lower: split_host_device is for "
+                                               r"target_kind 'cuda' only, got 'llvm'$"):
+        pipeline.split_for_device(plain, parse_target("llvm"))
+
+
+def test_the_split_refuses_at_lowering_what_te_build_refused():
+    s, args = _schedule()   # a parallel loop, no thread bound
+    te.lower(s, args, target="cuda")     # printing it is fine
+    with pytest.raises(te.BuildError, match=r"^te.build: target 'cuda': "):
+        pipeline.lower(s, args, parse_target("cuda"), split_host_device=True)
