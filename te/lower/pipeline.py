@@ -62,6 +62,11 @@ PASSES = (
     ("instrument_bound_checkers", instrument_bound_checkers),
 )
 
+# Parallel outlining is no pass here: it makes a parallel loop's body an LLVM function of its
+# own with a closure of the values live at the loop, run by GOMP_parallel
+# (te/codegen/llvm/parallel.py). Loop IR has no functions, calls or closures to say that in,
+# so the IR keeps the loop (a For of kind PARALLEL) and the LLVM code generator outlines it.
+
 # Passes that run only when lower() is asked for them, by the keyword of the same name.
 OPT_IN = ("instrument_bound_checkers",)
 
