@@ -89,10 +89,12 @@ def onnx_model(case: str, p: dict):
         pad = p["pad"]
         nodes = [helper.make_node("Conv", ["X", "W"], ["Y"], pads=[pad] * 4,
                                   kernel_shape=[p["r"], p["r"]])]
-        ins = [vi("X", [1, p["cin"], p["h"], p["w"]]), vi("W", [p["cout"], p["cin"], p["r"], p["r"]])]
+        ins = [vi("X", [1, p["cin"], p["h"], p["w"]]),
+               vi("W", [p["cout"], p["cin"], p["r"], p["r"]])]
         out = vi("Y", [1, p["cout"], p["h"], p["w"]])
     elif case == "relu_affine":
-        nodes = [helper.make_node("Mul", ["X", "a"], ["t"]), helper.make_node("Add", ["t", "b"], ["u"]),
+        nodes = [helper.make_node("Mul", ["X", "a"], ["t"]),
+                 helper.make_node("Add", ["t", "b"], ["u"]),
                  helper.make_node("Relu", ["u"], ["Y"])]
         ins = [vi("X", [p["rows"], p["cols"]]), vi("a", [p["cols"]]), vi("b", [p["cols"]])]
         out = vi("Y", [p["rows"], p["cols"]])

@@ -265,7 +265,8 @@ def schedule_matmul_like(cfg, s, op, prefix: str, packed=None):
     computed), or None."""
     op = _reduction_op(op, prefix, "schedule_matmul_like")
     spatial = list(op.axis)
-    ext = [static_extent(iv) for iv in spatial]
+    for iv in spatial:
+        static_extent(iv)                 # raises on a symbolic extent
     cfg.define_knob(prefix + ".cache", [True, False] if op.num_outputs == 1 else [False])
     if packed is not None:
         _schedule_pack(cfg, s, packed, prefix)

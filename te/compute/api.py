@@ -10,7 +10,7 @@ import builtins
 import dataclasses
 import inspect
 import weakref
-from typing import Callable, Sequence
+from typing import Callable
 
 from .. import dtype as dt
 from ..errors import ComputeError, DTypeError, ShapeError

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..compute import expr as E
 from ..compute.expr import Const, Reduce, TensorLoad, Var
-from ..compute.tensor import DATA_PAR, REDUCE, ComputeOp, PlaceholderOp, Range
+from ..compute.tensor import DATA_PAR, REDUCE, ComputeOp
 from ..errors import LoweringError
 from ..schedule.schedule import INLINE, ROOT, SCOPE, Schedule, SplitRel, Stage
 from . import ir

@@ -162,18 +162,29 @@ _FLOAT_OPS = {"floordiv": _float_floordiv, "floormod": _float_floormod,
 
 def _make_binary(op: str, dtype: str, fa, fb):
     """A closure computing `fa() op fb()`; the common ops are spelled out for speed."""
-    if op == "add": return lambda: fa() + fb()
-    if op == "sub": return lambda: fa() - fb()
-    if op == "mul": return lambda: fa() * fb()
-    if op == "lt": return lambda: fa() < fb()
-    if op == "le": return lambda: fa() <= fb()
-    if op == "gt": return lambda: fa() > fb()
-    if op == "ge": return lambda: fa() >= fb()
-    if op == "eq": return lambda: fa() == fb()
-    if op == "ne": return lambda: fa() != fb()
+    if op == "add":
+        return lambda: fa() + fb()
+    if op == "sub":
+        return lambda: fa() - fb()
+    if op == "mul":
+        return lambda: fa() * fb()
+    if op == "lt":
+        return lambda: fa() < fb()
+    if op == "le":
+        return lambda: fa() <= fb()
+    if op == "gt":
+        return lambda: fa() > fb()
+    if op == "ge":
+        return lambda: fa() >= fb()
+    if op == "eq":
+        return lambda: fa() == fb()
+    if op == "ne":
+        return lambda: fa() != fb()
     # Both sides always run, as in the generated code (no short-circuit).
-    if op == "and": return lambda: fa() & fb()
-    if op == "or": return lambda: fa() | fb()
+    if op == "and":
+        return lambda: fa() & fb()
+    if op == "or":
+        return lambda: fa() | fb()
     if op in ("min", "max"):
         if dt.is_float(dtype) or dt.lanes(dtype) > 1:
             fn = np.minimum if op == "min" else np.maximum

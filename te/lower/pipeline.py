@@ -14,7 +14,7 @@ import os
 
 from ..compute import expr as E
 from ..compute.expr import Var
-from ..compute.tensor import PlaceholderOp, Tensor
+from ..compute.tensor import Tensor
 from ..errors import TOO_DEEP, LoweringError
 from ..schedule.schedule import INLINE, SCOPE, Schedule
 from . import ir

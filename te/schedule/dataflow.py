@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..compute import expr as E
 from ..compute.expr import Reduce, TensorLoad, Var
-from ..compute.tensor import DATA_PAR, REDUCE, ComputeOp, IterVar, PlaceholderOp, Range, Tensor
+from ..compute.tensor import DATA_PAR, REDUCE, ComputeOp, IterVar, Range, Tensor
 from ..errors import ScheduleError
 from . import steps as S
 from .schedule import FuseRel, Schedule, SplitRel, Stage

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from .. import dtype as dt
 from ..compute import expr as E
 from ..compute.expr import Const, Var
-from ..compute.tensor import (DATA_PAR, REDUCE, THREAD, ComputeOp, IterVar, Operation,
+from ..compute.tensor import (REDUCE, THREAD, ComputeOp, IterVar, Operation,
                               PlaceholderOp, Range, Tensor)
 from ..errors import ScheduleError
 from . import steps as S

@@ -422,7 +422,8 @@ def test_default_softmax_is_one_pass_per_row():
 
 def test_register_tile_fills_the_axis_the_streamed_operand_does_not_depend_on():
     from te.autotune.micro_kernel import _streamed_operand_axes
-    conv = GRAPHS["conv2d"].op                       # Y[n, f, y, x] = W[f, ..] * pad[.., y+ry, x+rx]
+    # Y[n, f, y, x] = W[f, ..] * pad[.., y+ry, x+rx]
+    conv = GRAPHS["conv2d"].op
     n, f, y, x = (iv.var for iv in conv.axis)
     assert _streamed_operand_axes(conv) == {n, y, x}  # output channels reuse the input row
     bmm = GRAPHS["batch_matmul"].op                  # B[b, k, j] streams; A's rows reuse it
@@ -505,7 +506,7 @@ def test_row_sum_output_defaults_to_partial_sums_along_its_rows():
     s, args = auto_schedule(space.from_json_dict({"knobs": side}), out)
     ir = str(te.lower(s, args))
     assert f"allocate T_sum.rf[float32 * {16 * lanes}]" in ir, ir
-    assert ir.count(f"T_sum.rf[ramp(") >= 2 * 16 + 1, ir   # 16 rows per step, unrolled
+    assert ir.count("T_sum.rf[ramp(") >= 2 * 16 + 1, ir   # 16 rows per step, unrolled
     matmul = ConfigSpace()
     auto_schedule(matmul, GRAPHS["matmul"])
     assert "T_matmul.rows" not in matmul.knobs and \

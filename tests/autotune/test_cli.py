@@ -38,7 +38,8 @@ def test_tune_prints_the_best_schedule_and_a_table_against_numpy(tmp_path):
     assert len(table) == 1 and table[0][-1].endswith("x") and float(table[0][-1][:-1]) > 0
     assert "the tuned kernel matches numpy" in out and "BLAS:" in out
     records = [json.loads(line) for line in log.read_text().splitlines()]
-    assert len(records) == 4 + CONFIRM_TOP * CONFIRM_ROUNDS          # 4 trials, then the leaders again
+    # 4 trials, then the leaders again
+    assert len(records) == 4 + CONFIRM_TOP * CONFIRM_ROUNDS
     assert len({json.dumps(r["config"], sort_keys=True) for r in records}) == 4
     # a second run resumes from the log: nothing new to measure for the same 4 trials
     again = _te("tune", "matmul", "--shape", "33", "20", "17", "--trials", "4", "--log",

@@ -1,8 +1,8 @@
 """te.compute.ops matmul and batch_matmul against numpy.
 
-Odd sizes (37x29x51 and 19x13x23, size-1 dims), transpose_b, batch broadcasting, int32 exact; the default
-schedule and tile / reorder / vectorize / unroll / parallel, cache_read, cache_write with
-compute_at, and rfactor. Imports te, te.compute.ops, numpy and helpers.
+Odd sizes (37x29x51 and 19x13x23, size-1 dims), transpose_b, batch broadcasting, int32 exact;
+the default schedule and tile / reorder / vectorize / unroll / parallel, cache_read,
+cache_write with compute_at, and rfactor. Imports te, te.compute.ops, numpy and helpers.
 """
 import numpy as np
 import pytest

@@ -17,7 +17,6 @@ from helpers import (build_reference, np_softmax, rand_array, schedule_softmax_r
 import te
 from te.compute import expr as E
 from te.lower import ir
-from te.lower.interp import run_func
 
 HAS_NVCC = shutil.which("nvcc") is not None
 needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="nvcc (CUDA toolkit) is not on PATH")

@@ -54,7 +54,8 @@ def test_one_launch_per_parallel_loop(best):
 
 def test_buffer_params_are_noalias(best):
     ll = best.get_source("ll")
-    header = next(line for line in ll.splitlines() if line.startswith("define") and "@main(" in line)
+    header = next(line for line in ll.splitlines()
+                  if line.startswith("define") and "@main(" in line)
     assert header.count("noalias") == 3
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from ...compute import expr as E
 from ...errors import BuildError
 from .. import ir
-from ..buffers import allocated_buffers, loaded_buffers, stored_buffers
+from ..buffers import allocated_buffers, stored_buffers
 from ..printer import print_expr
 from ..visitor import stmt_children, walk_stmts
 
