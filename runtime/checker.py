@@ -27,7 +27,7 @@ SCALAR_CTYPES = {
 
 def _probe_data_offset() -> int | None:
     # numpy's C ABI puts `char *data` right after PyObject_HEAD; reading it through ctypes
-    # costs ~0.4 us against ~2 us for arr.ctypes.data. Verified here, else we fall back.
+    # is several times cheaper than arr.ctypes.data. Verified here, else we fall back.
     probe = np.arange(8, dtype=np.float64)[3:]
     offset = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
     if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.ctypes.data:

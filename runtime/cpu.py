@@ -143,7 +143,7 @@ def _cached_target_machine(
     cpu: str, features: str, opt_level: int, jit: bool
 ) -> llvm.TargetMachine:
     # For optimization and text/object emission only: an MCJIT engine takes ownership of
-    # its target machine, so every engine gets a fresh one (about 0.4 ms).
+    # its target machine, so every engine gets a fresh one (cheap beside the compile).
     return _new_target_machine(cpu, features, opt_level, jit)
 
 

@@ -18,13 +18,12 @@ import llvmlite.binding as llvm
 LIBGOMP_NAME = "libgomp.so.1"
 MAX_THREADS = 1024
 # How long an idle pool thread spins before it sleeps, in libgomp's units (GOMP_SPINCOUNT).
-# Passive (0 spins) makes every launch wake the workers through a futex: 11 us on one VM,
-# 52-62 us on another (Zen 5), where waking a vCPU costs a hypervisor exit; a 127x255x511
-# matmul with four parallel loops then took 308 us at 2 threads instead of 89. libgomp's
-# active default (300000) keeps idle threads busy for ~15 ms, which slows whatever runs
-# next on those cores, numpy included. Measured on the Zen 5 VM (24 calls, 50 ms pauses
-# every 4): 300 -> 9 of 24 calls slow, 1000 -> 3, 10000 -> 1, with launches at 0.7 us;
-# 10000 units spin ~0.5 ms per idle thread after a parallel loop, then sleep.
+# Passive (0 spins) makes every launch wake the workers through a futex, which on a VM
+# costs a hypervisor exit and makes a small kernel with several parallel loops several
+# times slower. libgomp's active default (300000) keeps idle threads busy long enough to
+# slow whatever runs next on those cores, numpy included. 10000 units keep launches
+# cheap and spin for well under a millisecond after a parallel loop, then sleep
+# (the measurements: benchmarks/ANALYSIS.md, "Measurements behind the source").
 IDLE_SPIN_COUNT = 10000
 
 _lock = threading.Lock()
@@ -110,10 +109,9 @@ def _default_num_threads() -> int:
 def parallel_available() -> bool:
     """Whether parallel loops can run on libgomp (codegen emits serial loops otherwise).
 
-    Cost of one empty GOMP_parallel launch, measured by tests/runtime/launch_overhead.py
-    (10000 calls of a kernel with the launch minus the same kernel without it) on 2 vCPUs:
-    ~0.5 us with 1 thread (the body runs inline); with 2 threads ~1 us while the pool
-    threads still spin (IDLE_SPIN_COUNT), 11-60 us when they must be woken from sleep.
+    One empty GOMP_parallel launch is cheap with one thread (the body runs inline) and
+    while the pool threads still spin (IDLE_SPIN_COUNT), and costs a wake-up from sleep
+    after that; tests/runtime/launch_overhead.py measures it.
     """
     return load()
 

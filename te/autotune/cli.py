@@ -17,9 +17,10 @@ from . import records as R
 # measurement workers' default tolerance, MeasureOptions.rtol/atol).
 RTOL = ATOL = 1e-3
 
-# OpenBLAS's threads spin for 50-150 ms after a call (its THREAD_TIMEOUT) before they
-# sleep; te's kernel timed in that window shares the cores with them: a 2-thread 1024^3
-# matmul ran at 220 GFLOP/s right after numpy and 440 after a 0.15 s pause (Zen 5).
+# OpenBLAS's threads spin for a while after a call (its THREAD_TIMEOUT) before they
+# sleep; te's kernel timed in that window shares the cores with them and runs at a
+# fraction of its speed. Wait longer than that window (figures: benchmarks/ANALYSIS.md,
+# "Measurements behind the source").
 BLAS_SETTLE_S = 0.2
 
 
@@ -135,7 +136,7 @@ def _report(args, res, wall: float, flops: float, ref_fn) -> int:
     outs = [np.zeros([int(d.value) for d in a.shape], a.dtype) for a in sargs[len(inputs):]]
     mod(*inputs, *outs)
     check_against_numpy(args, res, outs[0], ref_fn(*inputs))
-    # Alternate the two sides (the machine is shared), each round at least 20 ms of calls.
+    # Alternate the two sides (the machine is shared); each round is min_repeat_ms of calls.
     timer = mod.time_evaluator(number=3, repeat=1, min_repeat_ms=20)
     ours_t, ref_t = [], []
     time.sleep(BLAS_SETTLE_S)  # numpy just computed the reference answer

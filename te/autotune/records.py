@@ -220,8 +220,8 @@ def rank_by_config(measured: list) -> list:
     re-measures its leaders at the end of a run, in turn, so they share the machine's
     state). Re-measured configs rank by the median of their re-measurements, ahead of the
     configs never re-measured, so neither one lucky trial nor a trial taken while the
-    machine was faster decides the winner (on a shared VM the same kernel measured 4.3 ms
-    and, minutes later, 6.7-9 ms); those follow by their trial. Except: a config never
+    machine was faster decides the winner (on a shared VM the same kernel's time moves by
+    half between minutes); those follow by their trial. Except: a config never
     re-measured whose trial beats every re-measured config's trial was logged after the
     re-measurement, or by a run stopped before it, and would have led it: those rank
     first, by their trial."""

@@ -49,8 +49,7 @@ class _Task:
         candidate fails to write cannot keep an earlier candidate's right answer. They are
         allocated once per task, so every candidate writes the same memory: a fresh 64 MiB
         array may land on transparent huge pages or not, and a memory-bound kernel's time
-        follows (softmax 4096^2 at 2 threads on Zen 5: 2.3 ms in a process whose arrays got
-        huge pages, 2.65-2.76 ms in one whose arrays did not)."""
+        follows (by more than the differences the tuner must see)."""
         import numpy as np
         import runtime
         if self.outs is None:

@@ -323,9 +323,8 @@ class Stage:
         3 keeps the line in every cache level (x86 `prefetcht0`), 2 and 1 in the outer
         levels (`prefetcht1`, `prefetcht2`: on AMD Zen into L2, not L1), 0 marks it
         non-temporal (`prefetchnta`); a write prefetch is x86 `prefetchw` whatever the
-        hint. Fetching the next row into L2 leaves L1 to the row being worked on (one Zen 4
-        core, 4096^2: softmax 5.8-6.2 -> 5.0-5.1 ms with 2 instead of 3; layernorm,
-        prefetching in both of its sums, 6.3 ms with 3 and 4.5-4.7 ms with 2)."""
+        hint. Fetching the next row into L2 (locality 2) leaves L1 to the row being worked
+        on, which made softmax and layernorm faster on Zen 4 (benchmarks/ANALYSIS.md)."""
         who = f"prefetch on stage '{self.name}'"
         if not isinstance(tensor, Tensor):
             raise ScheduleError(f"{who}: tensor must be a tensor that the stage reads or "
