@@ -132,4 +132,8 @@ def dense(data, weight, bias=None, name: str | None = None):
 
 def matmul(a, b, name: str | None = None):
     """numpy.matmul: batch dims broadcast, 1-d operands are vectors."""
+    if len(getattr(a, "shape", ())) == 1 and len(getattr(b, "shape", ())) == 1:
+        # te declares no 0-d tensor, and a (1,) result would not be numpy's shape
+        raise GraphError("graph.nn.matmul: two 1-d operands give a 0-d result, which is not "
+                         "supported; reshape one of them to 2-d")
     return apply("matmul", [a, b], {}, name)

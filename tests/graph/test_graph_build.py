@@ -72,6 +72,9 @@ def test_shape_errors_name_the_node_and_the_op():
         graph.nn.conv2d(x, w, name="bad_conv")
     with pytest.raises(graph.GraphError, match=r"add 'sum1': .*do not broadcast"):
         graph.add(x, graph.input("y", (1, 3, 7, 8)), name="sum1")
+    with pytest.raises(graph.GraphError, match=r"graph\.nn\.matmul: two 1-d operands give a "
+                                               r"0-d result, which is not supported"):
+        graph.nn.matmul(graph.input("v1", (5,)), graph.input("v2", (5,)))
     with pytest.raises(graph.GraphError, match=r"graph\.nn\.conv2d: strides must be an int or "
                                                r"2 ints >= 1, got 0"):
         graph.nn.conv2d(x, w, strides=0)
