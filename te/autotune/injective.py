@@ -221,10 +221,13 @@ def _pipeline_rows(s, op, row, lo, store: str, rf) -> None:
     st = s[op]
     attached = [x for x in s.stages if x.attach_stage is st and x.attach_ivar is row]
     vec = static_extent(st.leaf_iter_vars[-1])
-    if rf is None or s[rf] not in attached or static_extent(s[rf].op.axis[-1]) % vec:
+    sum_loop = s[rf].op.reduce_axis[0] if rf is not None else None
+    # Stage.pipeline interleaves with the outermost loop of a stage computed at `row`: a
+    # reduction whose rows were reordered (a matmul-like sum over few rows) has none to give
+    if rf is None or s[rf] not in attached or static_extent(s[rf].op.axis[-1]) % vec \
+            or s[rf].leaf_iter_vars[0] is not sum_loop:
         _store_policy(st, op, lo, store)
         return
-    sum_loop = s[rf].op.reduce_axis[0]
     step = static_extent(s[rf].op.axis[-1]) // vec
     if step > 1:
         lo, _ = st.split(lo, factor=step)

@@ -572,3 +572,20 @@ def test_row_sum_output_of_a_computed_stage_places_and_fuses_it_at_the_row():
                 got, = _run(s, a, [x])
                 np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3, err_msg=str(change))
     assert irs["reader", "own", 1] != irs["root", "own", 1]
+
+
+def test_a_dense_layer_over_few_rows_builds_with_the_default_config():
+    # matmul(transpose_b) + bias over 3 rows: the sum's rows are reordered, so there is no
+    # loop for the output's row loop to interleave with (the default config raised a
+    # LoweringError from Stage.pipeline); it falls back to the plain store policy
+    A = te.placeholder((3, 2048), name="A")
+    B = te.placeholder((1000, 2048), name="B")
+    bias = te.placeholder((1000,), name="bias")
+    M = ops.matmul(A, B, transpose_b=True)
+    C = te.compute(M.shape, lambda i, j: M[i, j] + bias[j], name="C")
+    s, args = te.autotune.auto_schedule(C)
+    assert [a.name for a in args] == ["A", "B", "bias", "C"]
+    inputs = _inputs(args, np.random.default_rng(7))
+    a, b, c = inputs
+    (out,) = _run(s, args, inputs)
+    np.testing.assert_allclose(out, a @ b.T + c, rtol=1e-4, atol=1e-3)
