@@ -221,15 +221,24 @@ def _pipeline_rows(s, op, row, lo, store: str, rf) -> None:
     st = s[op]
     attached = [x for x in s.stages if x.attach_stage is st and x.attach_ivar is row]
     vec = static_extent(st.leaf_iter_vars[-1])
-    sum_loop = s[rf].op.reduce_axis[0] if rf is not None else None
-    # Stage.pipeline interleaves with the outermost loop of a stage computed at `row`: a
-    # reduction whose rows were reordered (a matmul-like sum over few rows) has none to give
     if rf is None or s[rf] not in attached or static_extent(s[rf].op.axis[-1]) % vec \
-            or s[rf].leaf_iter_vars[0] is not sum_loop:
+            or not _sum_loop_leads(s[rf], len(op.axis) - 1):
         _store_policy(st, op, lo, store)
         return
+    sum_loop = s[rf].op.reduce_axis[0]
     step = static_extent(s[rf].op.axis[-1]) // vec
     if step > 1:
         lo, _ = st.split(lo, factor=step)
     _store_policy(st, op, lo, store, ahead=max(1, 32 // step))
     st.pipeline(row, interleave=(s[rf], sum_loop))
+
+
+def _sum_loop_leads(rf_stage, row_dims: int) -> bool:
+    """Whether the partial sums' loop over the row comes right after the `row_dims` loops
+    of the row itself, which are one iteration each at the output's row loop: then it is
+    the outermost loop left there, the one Stage.pipeline interleaves with. A dense layer
+    over few rows (the micro kernel's sum) keeps a loop over the output's columns first."""
+    leaves = list(rf_stage.leaf_iter_vars)
+    sum_loop = rf_stage.op.reduce_axis[0]
+    return sum_loop in leaves and leaves.index(sum_loop) == row_dims
+
