@@ -12,7 +12,8 @@ from .compute.expr import Expr, Var, structural_equal
 from .compute.tensor import IterVar, Range, Tensor
 from .errors import (ArgumentError, BuildError, ComputeError, DTypeError, LoweringError,
                      ScheduleError, ShapeError, TEError)
-from .schedule.schedule import Schedule, Stage, create_schedule
+from .schedule.schedule import Schedule, create_schedule
+from .schedule.stage import Stage
 from .build import build, lower
 from .target import Target
 from .autotune.api import autotune  # noqa: E402  (a callable carrying the template API)

@@ -4,10 +4,12 @@ runtime imports nothing from te or graph; te never imports graph; inside te,
 compute <- schedule <- lower <- codegen <- build <- autotune (te.target, te.build and
 te.build_cuda are the build layer, the lowest that imports runtime; te.errors re-exports
 runtime's ArgumentError); te.errors and te.dtype are the base. Function-local imports count
-too, for the layers and for import cycles (none may appear beyond KNOWN_CYCLES, which only
-shrinks). Optional heavy dependencies (pycuda, onnx, onnxruntime) are imported only inside
-functions. (Named test_build_layering
-because tests/runtime/test_layering.py already takes the module name test_layering.)
+too, for the layers and for import cycles (none may appear). An import under
+`if TYPE_CHECKING:` counts for the layers but not for cycles: it never runs, so it cannot
+take part in one, and it lets a module name in annotations the type of the module that
+imports it (dataflow.py's Schedule). Optional heavy dependencies (pycuda, onnx,
+onnxruntime) are imported only inside functions. (Named test_build_layering because
+tests/runtime/test_layering.py already takes the module name test_layering.)
 """
 import ast
 from pathlib import Path
@@ -51,8 +53,18 @@ def _is_package(path: Path) -> bool:
     return path.name == "__init__.py"
 
 
-def imported_modules(path: Path, root: Path = ROOT) -> list:
-    """(absolute module name, line, inside a function, plain `import`) for every import."""
+def _is_type_checking(node) -> bool:
+    """Is `node` an `if TYPE_CHECKING:` (or `if typing.TYPE_CHECKING:`) block?"""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imported_modules(path: Path, root: Path = ROOT, type_checking: bool = True) -> list:
+    """(absolute module name, line, inside a function, plain `import`) for every import;
+    with type_checking=False, not those under `if TYPE_CHECKING:` (they never run)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     me = module_name(path, root)
     package = me if _is_package(path) else me.rpartition(".")[0]
@@ -62,6 +74,10 @@ def imported_modules(path: Path, root: Path = ROOT) -> list:
         for child in ast.iter_child_nodes(node):
             nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                        ast.Lambda))
+            if not type_checking and _is_type_checking(child):
+                # its body never runs; an `else:` branch does
+                visit(ast.Module(body=child.orelse, type_ignores=[]), nested)
+                continue
             if isinstance(child, ast.Import):
                 out.extend((a.name, child.lineno, nested, True) for a in child.names)
             elif isinstance(child, ast.ImportFrom):
@@ -162,20 +178,18 @@ KNOWN_CYCLES = {
     # PrimFunc.__str__ prints with printer.py, which reads ir's nodes and runs visitor's
     # frames: breaking it moves PrimFunc out of ir.py, which about 100 places name
     frozenset({"te.lower.ir", "te.lower.printer", "te.lower.visitor"}),
-    # Schedule.cache_read/cache_write/rfactor/replay call dataflow.py, which builds stages
-    # of schedule.py's classes: breaking it moves Stage and its relations to their own module
-    frozenset({"te.schedule.schedule", "te.schedule.dataflow"}),
 }
 
 
 def import_graph(paths, root: Path = ROOT) -> dict:
     """module -> {imported project module: line}, module-level and function-local imports
-    alike. A module's own packages are left out: Python imports them before it anyway."""
+    alike, not those under `if TYPE_CHECKING:`. A module's own packages are left out: Python
+    imports them before it anyway."""
     names = {module_name(p, root): p for p in paths}
     graph = {}
     for me, path in names.items():
         edges = {}
-        for name, line, _, _ in imported_modules(path, root):
+        for name, line, _, _ in imported_modules(path, root, type_checking=False):
             while name and name not in names:
                 name = name.rpartition(".")[0]
             if name and name != me and not me.startswith(name + "."):
@@ -240,6 +254,23 @@ def test_cycle_checker_sees_imports_inside_functions(tmp_path):
     assert graph["te.lower.c"] == {"te.lower.a": 1}   # its package te.lower left out
     assert import_cycles(graph) == [(frozenset({"te.lower.a", "te.lower.b"}),
                                      "te.lower.a:1 -> te.lower.b:5 -> te.lower.a")]
+
+
+def test_type_checking_imports_count_for_layers_not_cycles(tmp_path):
+    files = {"te/schedule/a.py": "from . import b\n",
+             "te/schedule/b.py": ("from typing import TYPE_CHECKING\n"
+                                  "if TYPE_CHECKING:\n    from .a import X\n"
+                                  "    from ..lower import ir\n"
+                                  "else:\n    from . import c\n"),
+             "te/schedule/c.py": "import typing\nif typing.TYPE_CHECKING:\n    from . import b\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    graph = import_graph(sorted(tmp_path.rglob("*.py")), tmp_path)
+    assert graph["te.schedule.b"] == {"te.schedule.c": 6}  # the else branch runs
+    assert graph["te.schedule.c"] == {} and import_cycles(graph) == []
+    assert violations(tmp_path / "te/schedule/b.py", tmp_path) == [
+        "te/schedule/b.py:4 imports te.lower", "te/schedule/b.py:4 imports te.lower.ir"]
 
 
 def test_no_import_cycles():

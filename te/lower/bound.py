@@ -15,8 +15,8 @@ from ..compute import expr as E
 from ..compute.expr import Const, TensorLoad
 from ..compute.tensor import REDUCE, ComputeOp, Range
 from ..errors import LoweringError
-from ..schedule.schedule import (INLINE, ROOT, SCOPE, FuseRel, SplitRel, Stage, fused_extent,
-                                 loop_dtype, loop_extent_max, split_extents)
+from ..schedule.stage import (INLINE, ROOT, SCOPE, FuseRel, SplitRel, Stage, fused_extent,
+                              loop_dtype, loop_extent_max, split_extents)
 from .arith import Analyzer, interval
 
 

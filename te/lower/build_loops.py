@@ -14,7 +14,8 @@ from ..compute import expr as E
 from ..compute.expr import Const, Reduce, TensorLoad, Var
 from ..compute.tensor import DATA_PAR, REDUCE, ComputeOp
 from ..errors import LoweringError
-from ..schedule.schedule import INLINE, ROOT, SCOPE, Schedule, SplitRel, Stage
+from ..schedule.schedule import Schedule
+from ..schedule.stage import INLINE, ROOT, SCOPE, SplitRel, Stage
 from . import ir
 from .arith import Analyzer, interval
 from .bound import enclosing_loops, infer_bounds, leaf_to_root, root_value

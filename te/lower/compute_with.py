@@ -12,7 +12,8 @@ from ..compute import expr as E
 from ..compute.expr import Const, Reduce
 from ..compute.tensor import REDUCE
 from ..errors import LoweringError
-from ..schedule.schedule import INLINE, Schedule, Stage
+from ..schedule.schedule import Schedule
+from ..schedule.stage import INLINE, Stage
 from . import ir
 from .arith import Analyzer, interval
 from .passes.simplify import _substitute_stmt

@@ -16,7 +16,8 @@ from ..compute import expr as E
 from ..compute.expr import Var
 from ..compute.tensor import Tensor
 from ..errors import TOO_DEEP, LoweringError
-from ..schedule.schedule import INLINE, SCOPE, Schedule
+from ..schedule.schedule import Schedule
+from ..schedule.stage import INLINE, SCOPE
 from . import ir
 from .build_loops import schedule_to_stmt
 from .passes.bound_checkers import instrument_bound_checkers

@@ -12,7 +12,7 @@ from ..compute import expr as E
 from ..compute.expr import Const, TensorLoad, Var
 from ..compute.tensor import PlaceholderOp
 from ..errors import LoweringError
-from ..schedule.schedule import ROOT, Stage
+from ..schedule.stage import ROOT, Stage
 from . import ir
 from .arith import Analyzer, interval
 

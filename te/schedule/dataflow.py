@@ -2,16 +2,22 @@
 
 Takes a Schedule and gives new stages whose operations read or produce copies of a tensor;
 readers are rebuilt with the same axes and a rewritten body, so loop transformations
-already recorded on them stay valid. Imports te.compute, schedule and steps.
+already recorded on them stay valid. Imports te.compute, stage and steps (schedule.py, which
+calls these functions, only for annotations).
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ..compute import expr as E
 from ..compute.expr import Reduce, TensorLoad, Var
 from ..compute.tensor import DATA_PAR, REDUCE, ComputeOp, IterVar, Range, Tensor
 from ..errors import ScheduleError
 from . import steps as S
-from .schedule import FuseRel, Schedule, SplitRel, Stage
+from .stage import FuseRel, SplitRel, Stage
+
+if TYPE_CHECKING:  # for annotations only: schedule.py imports this module
+    from .schedule import Schedule
 
 SCOPES = ("global", "shared", "local", "warp")
 
