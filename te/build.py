@@ -16,7 +16,8 @@ from runtime.checker import INDEX_LIMIT
 from .codegen.llvm.codegen import ModuleGen, refuse_thread_binding
 from .compute.expr import Const, Var
 from .errors import TOO_DEEP, BuildError
-from .lower import ir, pipeline
+from .lower import pipeline
+from .lower.func import PrimFunc
 from .lower.buffers import stored_buffers
 from .schedule.schedule import Schedule
 from .target import Target, parse_target
@@ -46,7 +47,7 @@ def _check_name(name: str) -> None:
                          f"choose another")
 
 
-def signature_of(func: ir.PrimFunc, heap_buffers: tuple = (),
+def signature_of(func: PrimFunc, heap_buffers: tuple = (),
                  checked_buffers: tuple = ()) -> runtime.KernelSignature:
     """The runtime description of a lowered function's arguments.
 
@@ -99,13 +100,13 @@ def _check_bound_checkers(on, sch, kind: str) -> None:
     if kind != "llvm":
         raise BuildError(f"te.build: instrument_bound_checkers is supported for target "
                          f"'llvm' only, got target '{kind}'")
-    if isinstance(sch, ir.PrimFunc):
+    if isinstance(sch, PrimFunc):
         raise BuildError("te.build: instrument_bound_checkers applies while lowering a "
                          "schedule; for a lowered function, pass instrument_bound_checkers="
                          "True to te.lower instead")
 
 
-def emit_llvm(func: ir.PrimFunc, target: Target, parallel: bool) -> tuple:
+def emit_llvm(func: PrimFunc, target: Target, parallel: bool) -> tuple:
     """(LLVM IR text, KernelSignature) of a function lowered for `target` (kind 'llvm'):
     what te.build compiles here and the tuner's workers compile in their processes.
     parallel=False runs parallel loops serially."""
@@ -118,7 +119,7 @@ def emit_llvm(func: ir.PrimFunc, target: Target, parallel: bool) -> tuple:
 
 def lower(sch, args, name: str = "main", dump_after: str | None = None,
           simple_mode: bool = False, target="llvm", instrument_bound_checkers: bool = False,
-          target_kind: str | None = None, stop_after: str | None = None) -> ir.PrimFunc:
+          target_kind: str | None = None, stop_after: str | None = None) -> PrimFunc:
     """te.lower: the lowered function of schedule `sch` taking `args` (tensors) in order,
     through te/lower/pipeline.py's passes for `target` (a string or te.target.Target;
     target_kind, its kind alone, is the older spelling). dump_after: a pass name or "all"
@@ -152,7 +153,7 @@ def build(sch, args=None, target="llvm", name: str = "main",
 def _build(sch, args, target, name: str, instrument_bound_checkers):
     target = parse_target(target)
     _check_bound_checkers(instrument_bound_checkers, sch, target.kind)
-    if isinstance(sch, ir.PrimFunc):
+    if isinstance(sch, PrimFunc):
         _check_name(sch.name)
         func = sch
     elif isinstance(sch, Schedule):

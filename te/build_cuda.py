@@ -15,12 +15,13 @@ from runtime import cuda as rt_cuda
 
 from .codegen.cuda.codegen import generate_cuda
 from .errors import BuildError
-from .lower import ir, pipeline
+from .lower import pipeline
+from .lower.func import PrimFunc
 from .lower.passes.device_split import BLOCK_TAGS, GRID_TAGS, evaluate_on_host
 from .target import Target
 
 
-def build_cuda(func: ir.PrimFunc, signature: runtime.KernelSignature,
+def build_cuda(func: PrimFunc, signature: runtime.KernelSignature,
                target: Target) -> rt_cuda.CudaModule:
     if func.device_plan is None:   # a function lowered before, without the split
         func = pipeline.split_for_device(func, target)

@@ -17,6 +17,7 @@ from runtime import signature, threadpool
 from te.compute import ops
 from te.codegen.llvm import bounds as codegen_llvm_bounds
 from te.lower import ir
+from te.lower.func import PrimFunc
 from te.lower.interp import OutOfBoundsError, run_func
 from te.lower.passes.bound_checkers import instrument_bound_checkers
 
@@ -173,8 +174,8 @@ def _scatter_func():
     A, I, C = bufs["A"], bufs["I"], bufs["C"]
     body = ir.For(i, te.const(0), n, ir.SERIAL,
                   ir.Store(C, ir.Load("int32", I, i), ir.Load("float32", A, i)))
-    func = ir.PrimFunc("main", (A, I, C), (n,), body)
-    return ir.PrimFunc("main", func.params, func.scalar_params,
+    func = PrimFunc("main", (A, I, C), (n,), body)
+    return PrimFunc("main", func.params, func.scalar_params,
                        instrument_bound_checkers(func))
 
 
@@ -205,8 +206,8 @@ def test_a_guard_on_memory_proves_nothing_a_store_may_change():
     first = ir.Load("int32", I, zero)
     body = ir.IfThenElse((first >= 0) & (first < 10), ir.seq(ir.Store(I, zero, te.const(50)),
                                             ir.Store(C, zero, ir.Load("float32", A, first))))
-    func = ir.PrimFunc("main", (A, I, C), (), body)
-    func = ir.PrimFunc("main", func.params, (), instrument_bound_checkers(func),
+    func = PrimFunc("main", (A, I, C), (), body)
+    func = PrimFunc("main", func.params, (), instrument_bound_checkers(func),
                        {"output_params": ("I", "C")})
     assert "C[0] = A[checked(I[0], 10)]" in str(func)
     with pytest.raises(IndexError, match=_message("load from", "A", 50, 10)):

@@ -173,12 +173,8 @@ def test_optional_dependencies_imported_lazily(path):
 
 
 # Import cycles that remain, each with why it is not broken yet. Any other cycle fails, and
-# so does one of these that is gone, so the list only shrinks.
-KNOWN_CYCLES = {
-    # PrimFunc.__str__ prints with printer.py, which reads ir's nodes and runs visitor's
-    # frames: breaking it moves PrimFunc out of ir.py, which about 100 places name
-    frozenset({"te.lower.ir", "te.lower.printer", "te.lower.visitor"}),
-}
+# so does one of these that is gone, so the list only shrinks. None remain.
+KNOWN_CYCLES = set()
 
 
 def import_graph(paths, root: Path = ROOT) -> dict:

@@ -1,6 +1,6 @@
 """Program features of a lowered function, for the cost model.
 
-Takes an ir.PrimFunc (after lowering: flat Stores/Loads over Buffers, For loops with kinds);
+Takes a PrimFunc (after lowering: flat Stores/Loads over Buffers, For loops with kinds);
 gives a fixed-length float vector: loop structure (extents and kinds of the innermost
 loops, parallel/vector/unroll totals), per-access innermost stride classes weighted by how
 often they run, FLOPs and bytes estimates, and the memory footprint touched below each of
@@ -13,6 +13,7 @@ import math
 
 from ..compute import expr as E
 from ..lower import ir
+from ..lower.func import PrimFunc
 from ..lower.pipeline import lower
 from ..lower.visitor import stmt_children
 from ..target import parse_target
@@ -196,7 +197,7 @@ class _Walker:
         return out
 
 
-def lower_for_features(sch, args) -> ir.PrimFunc:
+def lower_for_features(sch, args) -> PrimFunc:
     """Loop nests after storage flattening and software pipelining (Stage.pipeline moves
     and doubles buffers, and joins loops), before the (slow) simplify/vectorize passes:
     loop kinds are still annotations and that is all the features need."""
@@ -204,7 +205,7 @@ def lower_for_features(sch, args) -> ir.PrimFunc:
                  stop_after="software_pipeline")
 
 
-def extract(func: ir.PrimFunc) -> list:
+def extract(func: PrimFunc) -> list:
     """The feature vector (len(NAMES) floats) of a lowered function."""
     from .auto_space import vector_lanes
     NATIVE_LANES[0] = vector_lanes("float32")

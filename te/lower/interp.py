@@ -18,6 +18,7 @@ from .. import dtype as dt
 from ..compute import expr as E
 from ..errors import TOO_DEEP, ArgumentError, TEError
 from . import ir
+from .func import PrimFunc
 
 
 class InterpError(TEError):
@@ -28,7 +29,7 @@ class OutOfBoundsError(InterpError, IndexError):
     """A Load or Store outside its buffer."""
 
 
-def run_func(func: ir.PrimFunc, args: list, scalars: dict | None = None,
+def run_func(func: PrimFunc, args: list, scalars: dict | None = None,
              externs: dict | None = None) -> None:
     """Run `func` on `args` (numpy arrays, one per func.params, written in place).
 
@@ -66,7 +67,7 @@ def _np_type(dtype: str):
     return np.dtype(dt.base(dtype)).type
 
 
-def _bind_scalars(func: ir.PrimFunc, args: list, given: dict) -> dict:
+def _bind_scalars(func: PrimFunc, args: list, given: dict) -> dict:
     by_name = {k: v for k, v in given.items() if isinstance(k, str)}
     values: dict = {}
     for v in func.scalar_params:

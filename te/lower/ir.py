@@ -10,7 +10,7 @@ Imports te.compute.expr and te.dtype only. Nodes are frozen; edit with dataclass
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .. import dtype as dt
@@ -182,32 +182,6 @@ class Allocate(Stmt):
     buffer: Buffer
     extent: Expr
     body: Stmt
-
-
-@dataclass(frozen=True, eq=False)
-class PrimFunc:
-    """A lowered function: buffer arguments, then the scalar size variables they use.
-
-    `params` are the Buffers for the user's argument tensors in order; `scalar_params` are
-    the symbolic size Vars (te.var) in first-appearance order, passed after the buffers.
-    """
-    name: str
-    params: tuple
-    scalar_params: tuple
-    body: Stmt
-    attrs: dict = field(default_factory=dict)
-    # Target 'cuda': the host/device split's DevicePlan of this body (pipeline.py's
-    # split_host_device pass), which te/codegen/cuda reads; None before it runs.
-    device_plan: object = None
-
-    __hash__ = object.__hash__
-
-    def __str__(self) -> str:
-        from .printer import print_func
-        return print_func(self)
-
-    def script(self) -> str:
-        return str(self)
 
 
 def has_pragma(loop: "For", key: str) -> bool:

@@ -2,7 +2,7 @@
 
 Takes a Schedule, the argument list and a target parsed once above this layer (a
 te.target.Target: its kind picks the passes, its index_limit bounds sizes and dimensions);
-gives an ir.PrimFunc whose str() is the readable loop IR (te.lower, in te/build.py, parses
+gives a PrimFunc whose str() is the readable loop IR (te.lower, in te/build.py, parses
 the target and calls lower()). Set dump_after to a pass name (or "all") to print the IR
 after it; the TE_DUMP_IR environment variable does the same for debugging. A verifier runs
 after every pass on the flattened IR. Imports te.compute, te.schedule, ir, build_loops,
@@ -19,6 +19,7 @@ from ..errors import TOO_DEEP, LoweringError
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE
 from . import ir
+from .func import PrimFunc
 from .build_loops import schedule_to_stmt
 from .passes.bound_checkers import instrument_bound_checkers
 from .passes.device_split import split_host_device
@@ -32,7 +33,7 @@ from .verify import verify_func
 from .visitor import stmt_children, walk_stmts
 
 
-def _sizes(func: ir.PrimFunc) -> dict:
+def _sizes(func: PrimFunc) -> dict:
     """Size variables are never negative: tell the simplifier so."""
     return {v: (0, None) for v in func.scalar_params}
 
@@ -90,7 +91,7 @@ SKIPPED_FOR = {"llvm": (), "cuda": ("loop_partition", "simplify_partitioned", "v
 def lower(sch: Schedule, args: list, target, name: str = "main",
           dump_after: str | None = None, simple_mode: bool = False,
           instrument_bound_checkers: bool = False, stop_after: str | None = None,
-          split_host_device: bool = False) -> ir.PrimFunc:
+          split_host_device: bool = False) -> PrimFunc:
     """The lowered function of schedule `sch` taking `args` (tensors) in order, for `target`
     (a te.target.Target; kind 'cuda' lowers for the GPU code generator, see SKIPPED_FOR).
     instrument_bound_checkers: check at run time every access not proven in bounds.
@@ -110,7 +111,7 @@ def lower(sch: Schedule, args: list, target, name: str = "main",
 
 
 def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target,
-           instrument_bound_checkers: bool, stop_after: str | None) -> ir.PrimFunc:
+           instrument_bound_checkers: bool, stop_after: str | None) -> PrimFunc:
     target_kind = target.kind
     skipped = set(SKIPPED_FOR[target_kind]) | _unrequested(
         instrument_bound_checkers=instrument_bound_checkers)
@@ -133,7 +134,7 @@ def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target,
         return func
     for pass_name, fn in PASSES:
         if pass_name not in skipped:
-            func = ir.PrimFunc(func.name, func.params, func.scalar_params, fn(func),
+            func = PrimFunc(func.name, func.params, func.scalar_params, fn(func),
                                func.attrs)
             verify_func(func, pass_name)
             _dump(func, pass_name, dump_after)
@@ -145,33 +146,33 @@ def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target,
 PASS_NAMES = FRONT + tuple(name for name, _ in PASSES) + (DEVICE_SPLIT,)
 
 
-def split_for_device(func: ir.PrimFunc, target, dump_after: str | None = None) -> ir.PrimFunc:
+def split_for_device(func: PrimFunc, target, dump_after: str | None = None) -> PrimFunc:
     """DEVICE_SPLIT on a function lowered for 'cuda': the same function with its
     device_plan."""
     if target.kind != "cuda":
         raise LoweringError(f"te.lower: {DEVICE_SPLIT} is for target_kind 'cuda' only, got "
                             f"{target.kind!r}")
     plan = split_host_device(func, target)
-    func = ir.PrimFunc(func.name, func.params, func.scalar_params, func.body, func.attrs,
+    func = PrimFunc(func.name, func.params, func.scalar_params, func.body, func.attrs,
                        plan)
     _dump(func, DEVICE_SPLIT, dump_after or os.environ.get("TE_DUMP_IR"))
     return func
 
 
 def _front(sch: Schedule, tensors: list, name: str, target, dump_after: str | None,
-           stop_after: str | None) -> ir.PrimFunc:
+           stop_after: str | None) -> PrimFunc:
     """The FRONT passes: the function of the schedule's loop nests, flattened unless
     stop_after is 'schedule_to_stmt' (then its body reads and writes tensors, and it has
     no buffer parameters yet). dump_after='all' starts at storage_flatten, as it did."""
     body = schedule_to_stmt(sch, tensors, target.index_limit)
     scalars = _scalar_params(tensors)
     if stop_after == "schedule_to_stmt" or dump_after == "schedule_to_stmt":
-        nests = ir.PrimFunc(name, (), scalars, body)
+        nests = PrimFunc(name, (), scalars, body)
         _dump(nests, "schedule_to_stmt", dump_after)
         if stop_after == "schedule_to_stmt":
             return nests
     params, body = storage_flatten(body, tensors)
-    func = ir.PrimFunc(name, params, scalars, body)
+    func = PrimFunc(name, params, scalars, body)
     _check_free_vars(func)
     verify_func(func, "storage_flatten")
     _dump(func, "storage_flatten", dump_after)
@@ -186,7 +187,7 @@ def _unrequested(**requested) -> set:
     return {p for p in OPT_IN if not requested[p]}
 
 
-def _dump(func: ir.PrimFunc, pass_name: str, dump_after: str | None) -> None:
+def _dump(func: PrimFunc, pass_name: str, dump_after: str | None) -> None:
     if dump_after in (pass_name, "all"):
         print(f"// IR after {pass_name}\n{func}")
 
@@ -252,7 +253,7 @@ def _scalar_params(tensors: list) -> tuple:
     return tuple(seen)
 
 
-def _check_free_vars(func: ir.PrimFunc) -> None:
+def _check_free_vars(func: PrimFunc) -> None:
     bound = set(func.scalar_params)
     missing: dict = {}
 

@@ -9,11 +9,15 @@ outermost one of a statement is not; two distinct Vars (or buffers) with one nam
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from .. import dtype as dt
 from ..compute import expr as E
 from . import ir
 from .visitor import run_frames
+
+if TYPE_CHECKING:  # for annotations only: func.py imports this module
+    from .func import PrimFunc
 
 INDENT = "  "
 
@@ -27,7 +31,7 @@ _INT_SUFFIX = {"int32": "", "int64": "i64", "int16": "i16", "int8": "i8", "uint8
 _FLOAT_SUFFIX = {"float32": "f", "float64": "f64", "float16": "f16"}
 
 
-def print_func(func: ir.PrimFunc) -> str:
+def print_func(func: PrimFunc) -> str:
     """The whole function: `@name(params) {`, the body indented, `}`."""
     return _Printer().func(func)
 
@@ -90,7 +94,7 @@ class _Printer:
         return name
 
     # -- functions ---------------------------------------------------------------------
-    def func(self, f: ir.PrimFunc) -> str:
+    def func(self, f: PrimFunc) -> str:
         params = [self.param_buffer(b) for b in f.params]
         params += [f"{self.var(v)}: {v.dtype}" for v in f.scalar_params]
         lines = [f"// attr {k} = {f.attrs[k]!r}" for k in sorted(f.attrs)]

@@ -10,10 +10,11 @@ from ..compute import expr as E
 from ..compute.expr import Var
 from ..errors import LoweringError
 from . import ir
+from .func import PrimFunc
 
 
 class _Verifier:
-    def __init__(self, func: ir.PrimFunc, after: str):
+    def __init__(self, func: PrimFunc, after: str):
         self.after = after
         self.vars = set(func.scalar_params)
         self.buffers = set(func.params)
@@ -86,5 +87,5 @@ class _Verifier:
             self.fail(f"unexpected statement {type(s).__name__}")
 
 
-def verify_func(func: ir.PrimFunc, after: str) -> None:
+def verify_func(func: PrimFunc, after: str) -> None:
     _Verifier(func, after).stmt(func.body)

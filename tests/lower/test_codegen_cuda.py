@@ -17,6 +17,7 @@ from helpers import (build_reference, np_softmax, rand_array, schedule_softmax_r
 import te
 from te.compute import expr as E
 from te.lower import ir
+from te.lower.func import PrimFunc
 
 HAS_NVCC = shutil.which("nvcc") is not None
 needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="nvcc (CUDA toolkit) is not on PATH")
@@ -183,7 +184,7 @@ def test_loops_of_one_axis_with_different_extents_are_guarded():
                ir.Store(A, i, E.const(1.0, "float32")), thread_tag="threadIdx.x"),
         ir.For(j, E.const(0), E.const(48), ir.THREAD_BINDING,
                ir.Store(A, j, E.const(2.0, "float32")), thread_tag="threadIdx.x"))
-    func = ir.PrimFunc("branches", (flag, A), (), body, {"output_params": ("A",)})
+    func = PrimFunc("branches", (flag, A), (), body, {"output_params": ("A",)})
     mod = te.build(func, target="cuda")
     assert "if (((int)threadIdx.x) < 32) {" in mod.get_source()
     for flag_value, want in ((1, [1.0] * 32 + [-5.0] * 16), (0, [2.0] * 48)):
@@ -243,7 +244,7 @@ def _fill_under_a_thread_condition():
         S, E.const(32), ir.IfThenElse(i < 16, ir.SeqStmt((
             ir.Store(S, i, ir.Load("float32", A, i)),
             ir.Store(B, i, ir.Load("float32", S, 15 - i)))))), thread_tag="threadIdx.x")
-    return ir.PrimFunc("divergent", (A, B), (), body), None
+    return PrimFunc("divergent", (A, B), (), body), None
 
 
 def _root_shared_stage():
@@ -388,7 +389,7 @@ def _two_thread_nests_in_one_serial_loop():
                     ir.Store(bufs[1], j, ir.Load("float32", bufs[0], 31 - j)),
                     thread_tag="threadIdx.x")]
     body = ir.For(t, E.const(0), E.const(4), ir.SERIAL, ir.SeqStmt(tuple(nests)))
-    return ir.PrimFunc("two_nests", tuple(bufs), (), body), None
+    return PrimFunc("two_nests", tuple(bufs), (), body), None
 
 
 def _extent_from_a_loop():
@@ -452,7 +453,7 @@ def test_a_launch_extent_that_depends_on_a_loop_is_refused():
                   ir.For(j, E.const(0), i + 1, ir.THREAD_BINDING,
                          ir.Store(A, i * 8 + j, E.const(1.0, "float32")),
                          thread_tag="threadIdx.x"))
-    func = ir.PrimFunc("triangle", (A,), (), body, {"output_params": ("A",)})
+    func = PrimFunc("triangle", (A,), (), body, {"output_params": ("A",)})
     with pytest.raises(te.BuildError, match=r"the extent of the loop bound to threadIdx.x "
                                             r"depends on loop variable\(s\) i, but a launch's "
                                             r"size must be known before it starts"):
@@ -574,7 +575,7 @@ def test_the_emulator_poisons_shared_memory_no_thread_wrote():
         S, E.const(32), ir.SeqStmt((
             ir.Store(S, i, ir.Load("float32", A, i)),
             ir.Store(B, i, ir.Load("float32", S, i + 16))))), thread_tag="threadIdx.x")
-    mod = te.build(ir.PrimFunc("half_filled", (A, B), (), body), target="cuda")
+    mod = te.build(PrimFunc("half_filled", (A, B), (), body), target="cuda")
     out = np.zeros(32, "float32")
     for _ in range(2):    # the second call must not see the first call's values either
         mod.emulator()(rand_array((32,)), out)

@@ -16,6 +16,7 @@ from runtime.checker import INDEX_LIMIT
 from te.compute import expr as E
 from te.errors import BuildError
 from te.lower import ir
+from te.lower.func import PrimFunc
 from te.codegen.llvm.codegen import codegen_llvm
 
 _CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
@@ -48,12 +49,12 @@ def optimized_module(text: str):
     return mod, tm
 
 
-def assembly(func: ir.PrimFunc, parallel: bool = True) -> str:
+def assembly(func: PrimFunc, parallel: bool = True) -> str:
     mod, tm = optimized_module(codegen_llvm(func, parallel, index_limit=INDEX_LIMIT))
     return tm.emit_assembly(mod)
 
 
-def compile_func(func: ir.PrimFunc, parallel: bool = True):
+def compile_func(func: PrimFunc, parallel: bool = True):
     """A Python callable taking numpy arrays (for buffers) then Python numbers (scalars)."""
     llvm.load_library_permanently("libgomp.so.1")
     text = codegen_llvm(func, parallel, index_limit=INDEX_LIMIT)
@@ -94,7 +95,7 @@ def dt_with_lanes(base: str, like: str) -> str:
     return dt.with_lanes(base, dt.lanes(like))
 
 
-def elementwise(name: str, n: int, in_dtypes: list, out_dtype: str, body) -> ir.PrimFunc:
+def elementwise(name: str, n: int, in_dtypes: list, out_dtype: str, body) -> PrimFunc:
     """out[i] = body(*[in_k[i]]) for i in [0, n)."""
     i = E.Var("i", "int32")
     ins = [buffer(f"in{k}", d, n) for k, d in enumerate(in_dtypes)]
@@ -102,7 +103,7 @@ def elementwise(name: str, n: int, in_dtypes: list, out_dtype: str, body) -> ir.
     loads = [ir.Load(b.dtype, b, i) for b in ins]
     store = ir.Store(out, i, body(*loads))
     loop = ir.For(i, i32(0), i32(n), ir.SERIAL, store)
-    return ir.PrimFunc(name, tuple(ins) + (out,), (), loop)
+    return PrimFunc(name, tuple(ins) + (out,), (), loop)
 
 
 N = 37  # odd, not a multiple of any vector width
@@ -296,7 +297,7 @@ def test_lazy_select_guards_out_of_bounds_load():
     inside = E.Binary("bool", "and", binop("ge", shifted, i32(0)), binop("lt", shifted, i32(n)))
     value = E.Select("float32", inside, ir.Load("float32", a, shifted), E.Const("float32", 0.0))
     body = ir.For(i, i32(0), i32(n + 2 * pad), ir.SERIAL, ir.Store(out, i, value))
-    f = ir.PrimFunc("pad", (a, out), (), body)
+    f = PrimFunc("pad", (a, out), (), body)
     assert "phi" in codegen_llvm(f, index_limit=INDEX_LIMIT)
     data, guard = guarded_page_array(n)
     data[:] = RNG.standard_normal(n).astype("float32")
@@ -332,7 +333,7 @@ def test_scalar_params_and_let_and_if():
     cond = binop("lt", E.Cast("int64", i), m)
     body = ir.LetStmt(k, E.Const("float32", 2.5),
                       ir.For(i, i32(0), n, ir.SERIAL, ir.IfThenElse(cond, then, other)))
-    f = ir.PrimFunc("let_if", (src, out), (n, m), body)
+    f = PrimFunc("let_if", (src, out), (n, m), body)
     a = random_array("float32")
     result = np.zeros(N, "float32")
     compile_func(f)(a, result, N, 20)
@@ -356,14 +357,14 @@ def test_thread_binding_is_a_build_error():
     body = ir.For(i, i32(0), i32(32), ir.THREAD_BINDING, ir.Store(out, i, E.Const("float32", 1.0)),
                   thread_tag="threadIdx.x")
     with pytest.raises(BuildError, match="thread-bound loops need target 'cuda'"):
-        codegen_llvm(ir.PrimFunc("bad", (out,), (), body), index_limit=INDEX_LIMIT)
+        codegen_llvm(PrimFunc("bad", (out,), (), body), index_limit=INDEX_LIMIT)
 
 
 def test_unbound_buffer_is_a_build_error():
     out, tmp = buffer("out", "float32", 4), buffer("tmp", "float32", 4)
     body = ir.Store(out, i32(0), ir.Load("float32", tmp, i32(0)))
     with pytest.raises(BuildError, match="tmp"):
-        codegen_llvm(ir.PrimFunc("bad2", (out,), (), body), index_limit=INDEX_LIMIT)
+        codegen_llvm(PrimFunc("bad2", (out,), (), body), index_limit=INDEX_LIMIT)
 
 
 def test_smoke_add():

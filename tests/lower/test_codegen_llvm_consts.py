@@ -12,6 +12,7 @@ from runtime.checker import INDEX_LIMIT
 from te.codegen.llvm.codegen import codegen_llvm
 from te.compute import expr as E
 from te.lower import ir
+from te.lower.func import PrimFunc
 from test_codegen_llvm import buffer, compile_func, i32
 
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -35,7 +36,7 @@ def test_integer_constants_and_folded_arithmetic_store_numpys_values(dtype):
             b = np.array([other], dtype=dtype)
             with np.errstate(over="ignore"):
                 expected.append({"add": a + b, "mul": a * b, "sub": a - b}[op][0])
-    func = ir.PrimFunc("consts", (out,), (), ir.SeqStmt(tuple(stores)))
+    func = PrimFunc("consts", (out,), (), ir.SeqStmt(tuple(stores)))
     got = np.zeros(3 * len(picks), dtype)
     compile_func(func)(got)
     np.testing.assert_array_equal(got, np.array(expected, dtype=dtype))
@@ -45,7 +46,7 @@ def test_constants_print_in_twos_complement():
     out8, out32 = buffer("o8", "uint8", 1), buffer("o32", "uint32", 1)
     body = ir.SeqStmt((ir.Store(out8, i32(0), E.Const("uint8", 255)),
                        ir.Store(out32, i32(0), E.Const("uint32", 2 ** 32 - 2))))
-    text = codegen_llvm(ir.PrimFunc("c", (out8, out32), (), body), index_limit=INDEX_LIMIT)
+    text = codegen_llvm(PrimFunc("c", (out8, out32), (), body), index_limit=INDEX_LIMIT)
     assert "store i8 -1," in text and "store i32 -2," in text
 
 
@@ -54,5 +55,5 @@ def test_bool_constants_store_true_and_false():
     body = ir.SeqStmt((ir.Store(out, i32(0), E.Const("bool", True)),
                        ir.Store(out, i32(1), E.Const("bool", False))))
     got = np.array([False, True])
-    compile_func(ir.PrimFunc("b", (out,), (), body))(got)
+    compile_func(PrimFunc("b", (out,), (), body))(got)
     assert got.tolist() == [True, False]

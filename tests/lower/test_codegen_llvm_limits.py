@@ -14,16 +14,17 @@ from te.codegen.llvm.codegen import codegen_llvm
 from te.compute import expr as E
 from te.errors import BuildError
 from te.lower import ir
+from te.lower.func import PrimFunc
 
 HEAP = 70000   # float32 elements: past the stack's share, so a heap buffer
 
 
-def _heap_func() -> ir.PrimFunc:
+def _heap_func() -> PrimFunc:
     out, tmp = buffer("out", "float32", 1), buffer("tmp", "float32", HEAP)
     body = ir.Allocate(tmp, i32(HEAP), ir.SeqStmt((
         ir.Store(tmp, i32(0), E.Const("float32", 1.0)),
         ir.Store(out, i32(0), ir.Load("float32", tmp, i32(0))))))
-    return ir.PrimFunc("heap", (out,), (), body)
+    return PrimFunc("heap", (out,), (), body)
 
 
 def test_the_target_carries_the_runtimes_limit():

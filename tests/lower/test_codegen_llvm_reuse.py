@@ -11,16 +11,17 @@ import pytest
 from runtime.checker import INDEX_LIMIT
 from te.compute import expr as E
 from te.lower import ir
+from te.lower.func import PrimFunc
 from te.codegen.llvm.codegen import codegen_llvm
 
 from test_codegen_llvm import binop, buffer, compile_func, i32
 
 
-def _const_divisor_func(name: str, dtype: str, op: str, c: int, n: int) -> ir.PrimFunc:
+def _const_divisor_func(name: str, dtype: str, op: str, c: int, n: int) -> PrimFunc:
     i = E.Var("i", "int32")
     a, out = buffer("a", dtype, n), buffer("out", dtype, n)
     value = binop(op, ir.Load(dtype, a, i), E.Const(dtype, c))
-    return ir.PrimFunc(name, (a, out), (), ir.For(i, i32(0), i32(n), ir.SERIAL,
+    return PrimFunc(name, (a, out), (), ir.For(i, i32(0), i32(n), ir.SERIAL,
                                                     ir.Store(out, i, value)))
 
 
@@ -45,7 +46,7 @@ def test_power_of_two_divisor_is_a_shift_and_a_mask():
     assert "and i32" in text and "srem" not in text
 
 
-def _unrolled_copy(n_copies: int) -> ir.PrimFunc:
+def _unrolled_copy(n_copies: int) -> PrimFunc:
     """out[i*4 + k] = a[i*4 + k] * a[i*4] for k < n_copies, written out as straight-line
     stores (as the unroll pass leaves them): one block, repeated subexpressions."""
     i = E.Var("i", "int32")
@@ -59,7 +60,7 @@ def _unrolled_copy(n_copies: int) -> ir.PrimFunc:
         value = binop("mul", ir.Load("float32", a, index), ir.Load("float32", a, base()))
         stores.append(ir.Store(out, binop("add", base(), i32(k)), value))
     body = ir.For(i, i32(0), i32(16), ir.SERIAL, ir.seq(*stores))
-    return ir.PrimFunc("unrolled", (a, out), (), body)
+    return PrimFunc("unrolled", (a, out), (), body)
 
 
 def test_repeated_index_arithmetic_and_loads_are_emitted_once():
@@ -85,7 +86,7 @@ def test_a_store_between_two_loads_of_the_address_is_seen():
         ir.Store(out, one, ir.Load("float32", a, z)),
         ir.Store(out, i32(2), ir.Load("float32", a, one)),
     )
-    f = ir.PrimFunc("store_between", (a, out), (), body)
+    f = PrimFunc("store_between", (a, out), (), body)
     data = np.array([5.0, 9.0], "float32")
     result = np.zeros(3, "float32")
     compile_func(f)(data, result)
@@ -103,7 +104,7 @@ def test_values_of_a_branch_are_not_reused_after_it():
     after = ir.Store(out, binop("add", i, i32(16)), ir.Load("float32", a, idx()))
     cond = binop("lt", i, i32(8))
     body = ir.For(i, i32(0), i32(16), ir.SERIAL, ir.seq(ir.IfThenElse(cond, then), after))
-    f = ir.PrimFunc("branch_reuse", (a, out), (), body)
+    f = PrimFunc("branch_reuse", (a, out), (), body)
     data = np.arange(48, dtype="float32")
     result = np.zeros(32, "float32")
     compile_func(f)(data, result)

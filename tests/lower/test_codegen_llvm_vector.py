@@ -13,6 +13,7 @@ import pytest
 from runtime.checker import INDEX_LIMIT
 from te.compute import expr as E
 from te.lower import ir
+from te.lower.func import PrimFunc
 from te.codegen.llvm.codegen import codegen_llvm
 
 from test_codegen_llvm import (RNG, assembly, binop, buffer, compile_func, i32,
@@ -23,7 +24,7 @@ def ramp(base: E.Expr, lanes: int, stride: int = 1) -> E.Ramp:
     return E.Ramp(f"int32x{lanes}", base, i32(stride), lanes)
 
 
-def vector_fma_func(n_vec: int, lanes: int = 8) -> ir.PrimFunc:
+def vector_fma_func(n_vec: int, lanes: int = 8) -> PrimFunc:
     """c[8i:8i+8] = a[8i:8i+8] * b[8i:8i+8] + c[8i:8i+8] for i in [0, n_vec)."""
     n = n_vec * lanes
     a, b, c = (buffer(x, "float32", n) for x in "abc")
@@ -33,7 +34,7 @@ def vector_fma_func(n_vec: int, lanes: int = 8) -> ir.PrimFunc:
     value = binop("add", binop("mul", ir.Load(vt, a, idx), ir.Load(vt, b, idx)),
                   ir.Load(vt, c, idx))
     body = ir.For(i, i32(0), i32(n_vec), ir.SERIAL, ir.Store(c, idx, value))
-    return ir.PrimFunc("vfma", (a, b, c), (), body)
+    return PrimFunc("vfma", (a, b, c), (), body)
 
 
 def test_vector_multiply_add_runs_and_uses_fma():
@@ -58,7 +59,7 @@ def test_strided_gather_and_scatter():
     value = binop("mul", ir.Load("float64x4", a, idx), E.Broadcast("float64x4",
                                                                     E.Const("float64", 2.0), 4))
     body = ir.For(i, i32(0), i32(15), ir.SERIAL, ir.Store(out, idx, value))
-    f = ir.PrimFunc("gather", (a, out), (), body)
+    f = PrimFunc("gather", (a, out), (), body)
     x = random_array("float64", n)
     result = np.zeros(n, "float64")
     compile_func(f)(x, result)
@@ -78,7 +79,7 @@ def test_vector_elementwise_ops_and_casts(dtype):
     combined = binop("or" if dtype == "bool" else "max", x, y)
     stores = ir.seq(ir.Store(out, idx, E.Cast(f"float32x{lanes}", combined)),
                     ir.Store(flags, idx, binop("ne", x, y)))
-    f = ir.PrimFunc(f"vec_{dtype}", (a, b, out, flags), (),
+    f = PrimFunc(f"vec_{dtype}", (a, b, out, flags), (),
                     ir.For(i, i32(0), i32(n_vec), ir.SERIAL, stores))
     p, q = random_array(dtype, n), random_array(dtype, n)
     q[::3] = p[::3]
@@ -95,7 +96,7 @@ def test_vector_intrinsic_and_libm_scalarization():
     idx = ramp(binop("mul", i, i32(8)), 8)
     x = ir.Load("float32x8", a, idx)
     value = binop("add", E.Call("float32x8", "exp", (x,)), E.Call("float32x8", "tanh", (x,)))
-    f = ir.PrimFunc("vexp", (a, out), (), ir.For(i, i32(0), i32(5), ir.SERIAL,
+    f = PrimFunc("vexp", (a, out), (), ir.For(i, i32(0), i32(5), ir.SERIAL,
                                                  ir.Store(out, idx, value)))
     text = codegen_llvm(f, index_limit=INDEX_LIMIT)
     # float32 vector exp is an inline polynomial (llvm.exp.v8f32 would become 8 expf calls)
@@ -117,7 +118,7 @@ def test_vector_select_with_loads_is_lazy_per_lane():
     cond = binop("ge", idx, E.Broadcast("int32x8", i32(1), 8))
     value = E.Select("float32x8", cond, ir.Load("float32x8", a, shifted),
                      E.Broadcast("float32x8", E.Const("float32", 0.0), 8))
-    f = ir.PrimFunc("vpad", (a, out), (),
+    f = PrimFunc("vpad", (a, out), (),
                     ir.For(i, i32(0), i32(n // 8), ir.SERIAL, ir.Store(out, idx, value)))
     data, guard = guarded_page_array(n)
     data[:] = RNG.standard_normal(n).astype("float32")
@@ -127,7 +128,7 @@ def test_vector_select_with_loads_is_lazy_per_lane():
     del guard
 
 
-def allocate_func(extent: int | E.Var, scalar_params: tuple = ()) -> ir.PrimFunc:
+def allocate_func(extent: int | E.Var, scalar_params: tuple = ()) -> PrimFunc:
     """tmp[i] = a[i] * 3; out[i] = tmp[extent - 1 - i] + 1, through an Allocate'd tmp."""
     a, out = buffer("a", "float32", extent), buffer("out", "float32", extent)
     tmp = ir.Buffer("tmp", "float32", (extent,), (1,), data=E.Var("tmp", "handle"),
@@ -142,7 +143,7 @@ def allocate_func(extent: int | E.Var, scalar_params: tuple = ()) -> ir.PrimFunc
                  ir.Store(out, j, binop("add", ir.Load("float32", tmp, rev),
                                         E.Const("float32", 1.0))))
     name = "alloc_dyn" if scalar_params else f"alloc_{extent}"
-    return ir.PrimFunc(name, (a, out), scalar_params,
+    return PrimFunc(name, (a, out), scalar_params,
                        ir.Allocate(tmp, ext, ir.seq(fill, use)))
 
 
@@ -167,7 +168,7 @@ def test_allocate_with_symbolic_extent():
     np.testing.assert_allclose(result, (x * 3 + 1)[::-1], rtol=1e-6)
 
 
-def parallel_func(rows: int, cols: E.Var, first: int = 0) -> ir.PrimFunc:
+def parallel_func(rows: int, cols: E.Var, first: int = 0) -> PrimFunc:
     """for i in [first, rows) parallel: for j: t = i*cols + j; out[t] = a[t] + i + scale
     (scale a let var)."""
     a = buffer("a", "float32", rows * 8)
@@ -177,7 +178,7 @@ def parallel_func(rows: int, cols: E.Var, first: int = 0) -> ir.PrimFunc:
     value = binop("add", binop("add", ir.Load("float32", a, t), E.Cast("float32", i)), scale)
     inner = ir.For(j, i32(0), cols, ir.SERIAL, ir.Store(out, t, value))
     outer = ir.For(i, i32(first), i32(rows - first), ir.PARALLEL, inner)
-    return ir.PrimFunc("par", (a, out), (cols,),
+    return PrimFunc("par", (a, out), (cols,),
                        ir.LetStmt(scale, E.Const("float32", 0.5), outer))
 
 
@@ -230,7 +231,7 @@ def test_parallel_loop_counts_its_chunks_in_64_bits(dtype, extent):
     last = binop("sub", n, E.Const(dtype, 3))
     body = ir.IfThenElse(E.Binary("bool", "eq", i, last),
                          ir.Store(out, i32(0), E.Cast("int64", i)), None)
-    f = ir.PrimFunc("count", (out,), (n,), ir.For(i, E.Const(dtype, 0), n, ir.PARALLEL, body))
+    f = PrimFunc("count", (out,), (n,), ir.For(i, E.Const(dtype, 0), n, ir.PARALLEL, body))
     before = runtime.num_threads()
     runtime.set_num_threads(2)
     try:
@@ -257,7 +258,7 @@ def test_parallel_inside_serial_with_nested_parallel_and_local_alloc():
     body = ir.For(o, i32(0), i32(outer_n), ir.SERIAL,
                   ir.For(i, i32(0), i32(n), ir.PARALLEL,
                          ir.Allocate(tmp, i32(4), ir.seq(fill, store))))
-    f = ir.PrimFunc("nested_par", (out,), (), body)
+    f = PrimFunc("nested_par", (out,), (), body)
     text = codegen_llvm(f, index_limit=INDEX_LIMIT)
     assert text.count("call void @\"GOMP_parallel\"") == 1
     result = np.zeros(outer_n * n, "int64")
@@ -272,7 +273,7 @@ def test_unrolled_loop(extent):
     i = E.Var("i", "int32")
     body = ir.For(i, i32(0), i32(extent), ir.UNROLLED,
                   ir.Store(out, i, binop("mul", ir.Load("int32", a, i), i)))
-    f = ir.PrimFunc(f"unroll_{extent}", (a, out), (), body)
+    f = PrimFunc(f"unroll_{extent}", (a, out), (), body)
     text = codegen_llvm(f, index_limit=INDEX_LIMIT)
     assert ("llvm.loop.unroll.full" in text) == (extent > 16)
     x = random_array("int32", extent)
@@ -288,7 +289,7 @@ def test_vectorized_kind_loop_gets_metadata_and_runs():
     body = ir.For(i, i32(0), i32(n), ir.VECTORIZED,
                   ir.Store(out, i, binop("max", ir.Load("float32", a, i),
                                          E.Const("float32", 0.0))))
-    f = ir.PrimFunc("relu", (a, out), (), body)
+    f = PrimFunc("relu", (a, out), (), body)
     assert "llvm.loop.vectorize.enable" in codegen_llvm(f, index_limit=INDEX_LIMIT)
     x = random_array("float32", n)
     result = np.zeros(n, "float32")
@@ -306,7 +307,7 @@ def test_vector_not_and_integer_abs():
     positive = binop("gt", x, E.Broadcast(f"int16x{lanes}", E.Const("int16", 0), lanes))
     stores = ir.seq(ir.Store(out, idx, E.Call(f"int16x{lanes}", "abs", (x,))),
                     ir.Store(flags, idx, E.Not(f"boolx{lanes}", positive)))
-    f = ir.PrimFunc("vnot", (a, out, flags), (),
+    f = PrimFunc("vnot", (a, out, flags), (),
                     ir.For(i, i32(0), i32(n_vec), ir.SERIAL, stores))
     p = random_array("int16", n)
     result, not_pos = np.zeros(n, "int16"), np.zeros(n, bool)

@@ -9,6 +9,7 @@ import te
 from te.compute import expr as E
 from te.errors import ArgumentError
 from te.lower import ir
+from te.lower.func import PrimFunc
 from te.lower.interp import InterpError, OutOfBoundsError, run_func
 
 RNG = np.random.default_rng(0)
@@ -45,7 +46,7 @@ def binary_func(dtype, make, out_dtype=None):
     n, i = E.Var("n"), E.Var("i")
     A, B, C = buf("A", dtype, (n,)), buf("B", dtype, (n,)), buf("C", out_dtype or dtype, (n,))
     body = loop(i, n, ir.Store(C, i, make(load(A, i), load(B, i))))
-    return ir.PrimFunc("f", (A, B, C), (n,), body)
+    return PrimFunc("f", (A, B, C), (n,), body)
 
 
 def run_binary(dtype, make, a, b, out_dtype=None):
@@ -116,7 +117,7 @@ def test_casts():
         ir.Store(I, i, load(A, i).astype("int32")),
         ir.Store(Z, i, load(I, i).astype("bool")),
         ir.Store(F, i, load(Z, i).astype("float32") + load(I, i).astype("int8").astype("float32"))))
-    f = ir.PrimFunc("casts", (A, I, Z, F), (n,), body)
+    f = PrimFunc("casts", (A, I, Z, F), (n,), body)
     a = np.array([-3.7, -0.5, 0.2, 2.9, 300.0], "float32")
     arrays = [a, np.zeros(5, "int32"), np.zeros(5, bool), np.zeros(5, "float32")]
     run_func(f, arrays)
@@ -135,7 +136,7 @@ def test_reduction_with_allocate_temp():
         ir.Store(acc, zero, E.const(0.0)),
         loop(k, n, ir.Store(acc, zero, load(acc, zero) + load(A, i * n + k))),
         ir.Store(B, i, load(acc, zero)))))
-    f = ir.PrimFunc("rowsum", (A, B), (m, n), body)
+    f = PrimFunc("rowsum", (A, B), (m, n), body)
     a = random_array("float32", 7 * 11).reshape(7, 11)
     b = np.zeros(7, "float32")
     run_func(f, [a, b])
@@ -151,7 +152,7 @@ def test_unwritten_allocate_memory_reads_nan():
     body = ir.Allocate(T, E.const(3), ir.seq(
         ir.Store(T, E.const(1), E.const(5.0)), loop(i, 3, ir.Store(B, i, load(T, i)))))
     b = np.zeros(3, "float32")
-    run_func(ir.PrimFunc("f", (B,), (), body), [b])
+    run_func(PrimFunc("f", (B,), (), body), [b])
     assert np.isnan(b[0]) and b[1] == 5.0 and np.isnan(b[2])
 
 
@@ -161,7 +162,7 @@ def test_lazy_select_padding_does_not_read_out_of_bounds():
     A, B = buf("A", "float32", (n,)), buf("B", "float32", (n + 2,))
     inside = te.all(i >= 1, i < n + 1)
     body = loop(i, n + 2, ir.Store(B, i, te.if_then_else(inside, load(A, i - 1), 0.0)))
-    f = ir.PrimFunc("pad", (A, B), (n,), body)
+    f = PrimFunc("pad", (A, B), (n,), body)
     a, b = random_array("float32"), np.full(N + 2, 7, "float32")
     run_func(f, [a, b])
     np.testing.assert_array_equal(b, np.pad(a, 1))
@@ -173,7 +174,7 @@ def test_out_of_bounds_load_raises(index, shown):
     A, B = buf("A", "float32", (N,)), buf("B", "float32", (N,))
     body = loop(i, N, ir.Store(B, i, load(A, i + (index - (N - 1 if index > 0 else 0)))))
     with pytest.raises(IndexError, match=rf"load from {re.escape(shown)} is out of bounds"):
-        run_func(ir.PrimFunc("f", (A, B), (), body),
+        run_func(PrimFunc("f", (A, B), (), body),
                  [random_array("float32"), np.zeros(N, "float32")])
 
 
@@ -182,7 +183,7 @@ def test_out_of_bounds_store_raises():
     B = buf("B", "int32", (N,))
     body = loop(i, N + 1, ir.Store(B, i, i))
     with pytest.raises(OutOfBoundsError, match=f"store to B\\[{N}\\].*'B' has {N} elements"):
-        run_func(ir.PrimFunc("f", (B,), (), body), [np.zeros(N, "int32")])
+        run_func(PrimFunc("f", (B,), (), body), [np.zeros(N, "int32")])
 
 
 def test_vector_ramp_broadcast_load_store():
@@ -200,7 +201,7 @@ def test_vector_ramp_broadcast_load_store():
         kind=ir.VECTORIZED)
     a, b = random_array("float32", 32), random_array("float32", 64)
     c, d = np.zeros(32, "float32"), np.zeros(32, "float32")
-    run_func(ir.PrimFunc("vec", (A, B, C, D), (), body), [a, b, c, d])
+    run_func(PrimFunc("vec", (A, B, C, D), (), body), [a, b, c, d])
     np.testing.assert_array_equal(c, a * np.float32(2) + b[::2])
     np.testing.assert_array_equal(d, np.where(a > 0, a, np.float32(2)))
 
@@ -210,7 +211,7 @@ def test_vector_load_out_of_bounds_raises():
     idx = E.Ramp("int32x8", E.const(1), E.const(1), 8)
     body = ir.Store(B, E.Ramp("int32x8", E.const(0), E.const(1), 8), load(A, idx))
     with pytest.raises(OutOfBoundsError, match="load from A"):
-        run_func(ir.PrimFunc("f", (A, B), (), body), [np.zeros(8, "float32")] * 2)
+        run_func(PrimFunc("f", (A, B), (), body), [np.zeros(8, "float32")] * 2)
 
 
 UNARY = {"exp": np.exp, "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
@@ -226,7 +227,7 @@ def test_intrinsics_in_float32(name):
     a = random_array("float32")
     a[:3] = [0.5, 1.5, -2.5]  # round half to even
     b = np.zeros(N, "float32")
-    run_func(ir.PrimFunc("f", (A, B), (n,), body), [a, b])
+    run_func(PrimFunc("f", (A, B), (n,), body), [a, b])
     np.testing.assert_allclose(b, UNARY[name](a.astype("float64")), rtol=2e-6, atol=1e-7)
 
 
@@ -238,7 +239,7 @@ def test_positive_only_intrinsics():
     body = loop(i, N, ir.seq(*[ir.Store(B, i + k * N, v) for k, v in enumerate(outs)]))
     a = RNG.uniform(0.1, 5, N).astype("float32")
     b = np.zeros(6 * N, "float32")
-    run_func(ir.PrimFunc("f", (A, B), (), body), [a, b])
+    run_func(PrimFunc("f", (A, B), (), body), [a, b])
     want = np.concatenate([np.log(a), np.sqrt(a), 1 / np.sqrt(a), np.log2(a), np.log10(a),
                            a ** 1.5])
     np.testing.assert_allclose(b, want, rtol=2e-6)
@@ -250,7 +251,7 @@ def test_let_if_else_and_loop_min():
     body = ir.For(i, E.const(2), E.const(6), ir.PARALLEL, ir.LetStmt(x, i * 3, ir.IfThenElse(
         te.floormod(i, 2) == 0, ir.Store(B, i, x), ir.Store(B, i, -x))))
     b = np.zeros(10, "int32")
-    run_func(ir.PrimFunc("f", (B,), (), body), [b])
+    run_func(PrimFunc("f", (B,), (), body), [b])
     np.testing.assert_array_equal(b, [0, 0, 6, -9, 12, -15, 18, -21, 0, 0])
 
 
@@ -273,11 +274,11 @@ def test_unflattened_ir_is_refused():
     i = C.op.axis[0].var
     body = loop(i, 4, ir.ProducerStore(C, (i,), C.op.body[0]))
     with pytest.raises(InterpError, match="flattened IR only; got ProducerStore"):
-        run_func(ir.PrimFunc("f", (), (), body), [])
+        run_func(PrimFunc("f", (), (), body), [])
 
 
 def test_unbound_variable_is_refused():
     B, j = buf("B", "int32", (4,)), E.Var("j")
     with pytest.raises(InterpError, match="variable 'j'"):
-        run_func(ir.PrimFunc("f", (B,), (), ir.Store(B, E.const(0), j)), [np.zeros(4, "int32")])
+        run_func(PrimFunc("f", (B,), (), ir.Store(B, E.const(0), j)), [np.zeros(4, "int32")])
 

@@ -14,6 +14,7 @@ import pytest
 import te
 from te.compute.expr import Var
 from te.lower import ir
+from te.lower.func import PrimFunc
 from te.lower.interp import OutOfBoundsError, run_func
 from te.lower.verify import verify_func
 
@@ -78,7 +79,7 @@ def test_verifier_rejects_a_prefetch_used_as_a_value():
     bad = ir.Store(func.params[1], te.const(0), ir.Prefetch("handle", ir.Load("float32", buf,
                                                                              te.const(0))))
     with pytest.raises(te.LoweringError, match="a prefetch is used as a value"):
-        verify_func(ir.PrimFunc("f", func.params, (), bad), "test")
+        verify_func(PrimFunc("f", func.params, (), bad), "test")
 
 
 def test_interp_checks_the_prefetched_index():
@@ -89,10 +90,10 @@ def test_interp_checks_the_prefetched_index():
     body = ir.For(i, te.const(0), te.const(2), ir.SERIAL, ir.Evaluate(
         ir.Prefetch("handle", ir.Load("float32", buf, i * 64))))
     a, b = np.zeros((4, 16), np.float32), np.zeros((4, 16), np.float32)
-    run_func(ir.PrimFunc("f", func.params, (), ir.For(i, te.const(0), te.const(1), ir.SERIAL,
+    run_func(PrimFunc("f", func.params, (), ir.For(i, te.const(0), te.const(1), ir.SERIAL,
                                                       body.body)), [a, b])
     with pytest.raises(OutOfBoundsError, match=r"prefetch of A\[64\] is out of bounds"):
-        run_func(ir.PrimFunc("f", func.params, (), body), [a, b])
+        run_func(PrimFunc("f", func.params, (), body), [a, b])
 
 
 @pytest.mark.parametrize("where", ["row", "inner", "both"])

@@ -5,6 +5,7 @@ import textwrap
 import te
 from te.compute import expr as E
 from te.lower import ir
+from te.lower.func import PrimFunc
 from te.lower.printer import print_expr, print_func, print_stmt
 
 
@@ -25,7 +26,7 @@ def test_func_reduction_golden():
         ir.For(k, E.const(0), E.const(5), ir.SERIAL,
                ir.Store(B, i, ir.Load("float32", B, i)
                         + ir.Load("float32", A, i * 5 + k) * 2.0))))
-    f = ir.PrimFunc("main", (A, B), (n,), body)
+    f = PrimFunc("main", (A, B), (n,), body)
     assert str(f) == print_func(f) == golden("""
         @main(A: float32[n, 5], B: float32[n], n: int32) {
           for (i, 0, n) {
@@ -142,7 +143,7 @@ def test_same_name_vars_and_buffers_are_disambiguated():
                ir.Allocate(T1, E.const(4), ir.Store(T1, i2, ir.Load("float32", A, i1 * 4 + i2)))),
         ir.For(i3, E.const(0), E.const(4), ir.SERIAL,
                ir.Allocate(T2, E.const(4), ir.Store(T2, i3, E.const(1.0))))))
-    f = ir.PrimFunc("f", (A,), (), body)
+    f = PrimFunc("f", (A,), (), body)
     expected = golden("""
         @f(A: float32[4, 4]) {
           for (i, 0, 4) {
@@ -167,7 +168,7 @@ def test_param_strides_and_attrs():
     m, n = E.Var("m"), E.Var("n")
     dense = buf("A", "float32", (m, n), strides=(n, 1))
     padded = buf("B", "float32", (m, n), strides=(n + 3, 1))
-    f = ir.PrimFunc("g", (dense, padded), (m, n), ir.Evaluate(E.const(0)),
+    f = PrimFunc("g", (dense, padded), (m, n), ir.Evaluate(E.const(0)),
                     attrs={"target": "llvm"})
     assert print_func(f) == golden("""
         // attr target = 'llvm'

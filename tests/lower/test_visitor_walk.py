@@ -14,6 +14,7 @@ from te.codegen.llvm.codegen import codegen_llvm, refuse_thread_binding
 from te.compute import expr as E
 from te.errors import BuildError
 from te.lower import ir
+from te.lower.func import PrimFunc
 from te.lower.passes.device_sync import filled_name, loaded_buffers, stage_name, stored_buffers
 from te.lower.passes.loop_partition import _guards_and_ranges
 from te.lower.visitor import pre_order_exprs, walk_stmts
@@ -108,7 +109,7 @@ def test_llvm_codegen_refuses_thread_binding_as_te_build_does():
     body = loop("tx", ir.Store(a, i32(0), E.Const("float32", 1.0)), ir.THREAD_BINDING,
                 "threadIdx.x")
     with pytest.raises(BuildError, match=REFUSED):
-        codegen_llvm(ir.PrimFunc("bound", (a,), (), ir.SeqStmt((body,))), index_limit=INDEX_LIMIT)
+        codegen_llvm(PrimFunc("bound", (a,), (), ir.SeqStmt((body,))), index_limit=INDEX_LIMIT)
 
 
 def test_loop_partition_collects_guards_under_deep_nests():

@@ -23,6 +23,7 @@ from ... import dtype as dt
 from ...compute import expr as E
 from ...errors import BuildError
 from ...lower import ir
+from ...lower.func import PrimFunc
 from ...lower.passes.device_split import DevicePlan, KernelPart
 from ...lower.buffers import loaded_buffers, stored_buffers
 from ...lower.passes.device_sync import shared_arrays
@@ -95,7 +96,7 @@ class CudaSource:
     kernels: tuple   # KernelSource, in launch order
 
 
-def generate_cuda(func: ir.PrimFunc, plan: DevicePlan, target) -> CudaSource:
+def generate_cuda(func: PrimFunc, plan: DevicePlan, target) -> CudaSource:
     """The CUDA C of `func`'s kernels; `target` (a te.target.Target for 'cuda') gives the
     C types."""
     buffers = list(func.params) + [b for b, _ in plan.temporaries]

@@ -1,6 +1,6 @@
 """Loop IR -> LLVM IR text, built with llvmlite.ir, for the CPU.
 
-Takes a flattened ir.PrimFunc (Allocate/Store/Load over flat Buffers, Ramp/Broadcast vectors)
+Takes a flattened PrimFunc (Allocate/Store/Load over flat Buffers, Ramp/Broadcast vectors)
 and gives the text of `i32 @name(ptr %buf..., <scalars>..., [ptr %bound_error])`, which
 returns 0, or -2 - 2k when heap buffer k (ModuleGen.heap_buffers) could not be allocated and
 -3 - 2k when it exceeds the int32 index range, or -1 when a run-time bounds check failed (the
@@ -21,6 +21,7 @@ from ... import dtype as dt
 from ...compute import expr as E
 from ...errors import BuildError
 from ...lower import ir as tir
+from ...lower.func import PrimFunc
 from ...lower.arith import Analyzer
 from ...lower.visitor import run_frames, walk_stmts
 from . import bounds
@@ -66,7 +67,7 @@ def refuse_thread_binding(s: tir.Stmt) -> None:
                              f"(remove the bind for target 'llvm')")
 
 
-def codegen_llvm(func: tir.PrimFunc, parallel: bool = True, features: frozenset = frozenset(),
+def codegen_llvm(func: PrimFunc, parallel: bool = True, features: frozenset = frozenset(),
                  *, index_limit: int) -> str:
     """LLVM IR text of `func`; parallel=False runs parallel loops serially (no libgomp).
     `features`: the CPU features the code will run with (LLVM names, such as "avx512f");
@@ -78,7 +79,7 @@ def codegen_llvm(func: tir.PrimFunc, parallel: bool = True, features: frozenset 
 class ModuleGen:
     """One llvmlite module: the entry function, outlined parallel bodies, declarations."""
 
-    def __init__(self, func: tir.PrimFunc, parallel: bool, features: frozenset,
+    def __init__(self, func: PrimFunc, parallel: bool, features: frozenset,
                  index_limit: int):
         self.func = func
         self.parallel = parallel

@@ -13,11 +13,12 @@ from __future__ import annotations
 from ... import dtype as dt
 from ...compute import expr as E
 from .. import ir
+from ..func import PrimFunc
 from ..arith import Analyzer, interval, key
 from ..visitor import Mutator, rebuild_stmt, stmt_children
 
 
-def instrument_bound_checkers(func: ir.PrimFunc) -> ir.Stmt:
+def instrument_bound_checkers(func: PrimFunc) -> ir.Stmt:
     """func's body with the index of every Load and Store not proven in bounds checked."""
     sizes = {v: (0, None) for v in func.scalar_params}
     # A parameter is a dense array of prod(shape) elements (the runtime checks contiguity).

@@ -18,6 +18,7 @@ from ... import dtype as dt
 from ...compute import expr as E
 from ...errors import BuildError
 from .. import ir
+from ..func import PrimFunc
 from ..buffers import allocated_buffers, loaded_buffers, stored_buffers
 from ..printer import print_expr
 from ..visitor import stmt_children, walk_stmts
@@ -54,7 +55,7 @@ class DevicePlan:
     kernels: tuple       # KernelParts, launched in order
 
 
-def split_host_device(func: ir.PrimFunc, target) -> DevicePlan:
+def split_host_device(func: PrimFunc, target) -> DevicePlan:
     """The kernels of `func` and their launches; `target` (a te.target.Target for 'cuda')
     gives the launch limits."""
     temporaries: list = []
