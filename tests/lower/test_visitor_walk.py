@@ -1,6 +1,6 @@
 """The one statement walker (te.lower.visitor.walk_stmts, pre_order_exprs) and the walks
 built on it: program order, and nests deeper than Python recurses. Takes hand-built loop
-IR; imports te.lower.{ir,visitor,passes.device_sync,passes.loop_partition} and
+IR; imports te.lower.{ir,visitor,buffers,passes.device_sync,passes.loop_partition} and
 te.codegen.llvm.codegen.
 """
 from __future__ import annotations
@@ -15,7 +15,8 @@ from te.compute import expr as E
 from te.errors import BuildError
 from te.lower import ir
 from te.lower.func import PrimFunc
-from te.lower.passes.device_sync import filled_name, loaded_buffers, stage_name, stored_buffers
+from te.lower.buffers import loaded_buffers, stored_buffers
+from te.lower.passes.device_sync import filled_name, stage_name
 from te.lower.passes.loop_partition import _guards_and_ranges
 from te.lower.visitor import pre_order_exprs, walk_stmts
 
