@@ -19,7 +19,7 @@ def _one_d(fn, out=10):
     return A, C, te.create_schedule(C.op)
 
 
-def _builds_and_matches(s, inputs, outputs):
+def _check_builds_and_matches(s, inputs, outputs):
     arrays = [rand_array(tuple(int(d.value) for d in t.shape), t.dtype) for t in inputs]
     want = evaluate(outputs, dict(zip(inputs, arrays)))
     got = [np.full(w.shape, np.nan, w.dtype) for w in want]
@@ -52,15 +52,15 @@ def test_read_before_the_start_is_refused():
 
 def test_padding_guarded_by_if_then_else_builds():
     A, C, s = _one_d(lambda A, i: te.if_then_else(i >= 5, A[i - 5], 0.0), out=15)
-    _builds_and_matches(s, [A], [C])
+    _check_builds_and_matches(s, [A], [C])
     A, C, s = _one_d(lambda A, i: te.if_then_else(te.all(i >= 2, i < 12), A[i - 2], -1.0),
                      out=14)
-    _builds_and_matches(s, [A], [C])
+    _check_builds_and_matches(s, [A], [C])
 
 
 def test_read_in_the_false_branch_is_guarded_by_the_negated_condition():
     A, C, s = _one_d(lambda A, i: te.if_then_else(i >= 5, 0.0, A[i + 5]))
-    _builds_and_matches(s, [A], [C])
+    _check_builds_and_matches(s, [A], [C])
     A, C, s = _one_d(lambda A, i: te.if_then_else(i < 5, 0.0, A[i + 5]))
     with pytest.raises(te.LoweringError, match=re.escape(
             "index 0 (i + 5) reaches 10..14 over the loops (where its if_then_else / where "
@@ -80,7 +80,7 @@ def test_reduction_where_guards_its_source():
     A = te.placeholder((10,), name="A")
     k = te.reduce_axis((0, 10), "k")
     C = te.compute((1,), lambda i: te.sum(A[k + 2], axis=k, where=k < 8), name="C")
-    _builds_and_matches(te.create_schedule(C.op), [A], [C])
+    _check_builds_and_matches(te.create_schedule(C.op), [A], [C])
     k = te.reduce_axis((0, 10), "k")
     C = te.compute((1,), lambda i: te.sum(A[k + 2], axis=k), name="C")
     with pytest.raises(te.LoweringError, match=re.escape(
@@ -125,15 +125,17 @@ def test_an_inlined_producer_is_checked_where_its_reader_uses_it():
 ])
 def test_indices_that_stay_inside_build(index):
     A, C, s = _one_d(lambda A, i: A[index(A, i)])
-    _builds_and_matches(s, [A], [C])
+    _check_builds_and_matches(s, [A], [C])
 
 
 def test_gather_and_symbolic_sizes_are_left_to_the_code():
     A = te.placeholder((10,), name="A")
     idx = te.placeholder((6,), "int32", name="idx")
     C = te.compute((6,), lambda i: A[idx[i]], name="C")
-    te.lower(te.create_schedule(C.op), [A, idx, C])
+    # their bounds are only known at run time: lowering keeps the reads for the code
+    # (or instrument_bound_checkers) to meet, and refuses neither
+    assert "A[idx[i]]" in str(te.lower(te.create_schedule(C.op), [A, idx, C]))
     n = te.var("n")
     B = te.placeholder((n,), name="B")
     D = te.compute((10,), lambda i: B[i + 5], name="D")
-    te.lower(te.create_schedule(D.op), [B, D])
+    assert "B[i + 5]" in str(te.lower(te.create_schedule(D.op), [B, D]))

@@ -75,14 +75,7 @@ def global_pool2d(x: Tensor, kind: str = "avg", name: str = "T_global_pool") -> 
         return reduce_over(x, axes, True, name, "comm_reduce",
                            lambda full, raxes: api.max(x(*full), axis=raxes))
     check_float(x, who, "x")
-    count = 1
-    for a in axes:
-        d = static_dim(x.shape[a])
-        if d is None:
-            raise ShapeError(f"{who}: x must have constant spatial sizes for 'avg', got "
-                             f"axis {a} symbolic")
-        count *= d
-    inv = 1.0 / count
+    inv = 1.0 / _spatial_count(x, axes, who, " for 'avg'")
     return reduce_over(x, axes, True, name, "comm_reduce",
                        lambda full, raxes: api.sum(x(*full) * inv, axis=raxes))
 
@@ -123,14 +116,7 @@ def instance_norm(x: Tensor, scale: Tensor, bias: Tensor, epsilon: float = 1e-5,
         check_tensor(t, who, param, ndim=1)
         check_dim(t.shape[0], x.shape[1], who, f"{param}.shape[0] (x.shape[1], the channels)")
     axes = tuple(range(2, x.ndim))
-    count = 1
-    for a in axes:
-        d = static_dim(x.shape[a])
-        if d is None:
-            raise ShapeError(f"{who}: x must have constant spatial sizes, got axis {a} "
-                             f"symbolic")
-        count *= d
-    inv = 1.0 / count
+    inv = 1.0 / _spatial_count(x, axes, who, "")
     mean = reduce_over(x, axes, False, f"{name}_mean", "comm_reduce",
                        lambda full, raxes: api.sum(x(*full) * inv, axis=raxes))
 
@@ -141,3 +127,16 @@ def instance_norm(x: Tensor, scale: Tensor, bias: Tensor, epsilon: float = 1e-5,
                                                   axis=raxes))
     return api.compute(x.shape, lambda *i: centered(i) * api.rsqrt(var(i[0], i[1]) + epsilon)
                        * scale[i[1]] + bias[i[1]], name=name, tag="injective")
+
+
+def _spatial_count(x: Tensor, axes: tuple, who: str, purpose: str) -> int:
+    """How many elements the spatial `axes` of x hold; they must be static (the mean's
+    1 / count is a constant)."""
+    count = 1
+    for a in axes:
+        d = static_dim(x.shape[a])
+        if d is None:
+            raise ShapeError(f"{who}: x must have constant spatial sizes{purpose}, got axis "
+                             f"{a} symbolic")
+        count *= d
+    return count
