@@ -21,8 +21,9 @@ def _with_bias(out, bias, name):
 
 def conv2d(ins, strides, padding, dilation, groups):
     """ins: data (N, C, H, W), weight (OC, C // groups, KH, KW), optional bias (OC,)."""
-    data, weight = ins[0], ins[1]
-    out = topi.conv2d_nchw(data, weight, strides, padding, dilation, groups, name="conv2d")
+    # the conv2d strategy: a GEMM form or the direct one, by the attributes and shapes
+    out = te.autotune.conv2d_compute(ins[0], ins[1], strides, padding, dilation, groups,
+                                     name="conv2d")
     return _with_bias(out, ins[2] if len(ins) > 2 else None, "conv2d")
 
 

@@ -3,15 +3,17 @@
 Gives `autotune(outputs, trials=500, ...)` plus `autotune.template`, `.get_config`,
 `.apply_history_best`, `.auto_schedule`, `.load_best`, the option classes TuneOptions and
 MeasureOptions, and the micro-kernel for templates, `.define_matmul_like` /
-`.schedule_matmul_like`. Stays light at import time (no numpy-heavy, optuna or xgboost
+`.schedule_matmul_like`, and the conv2d strategy, `.conv2d_compute` / `.schedule_conv2d`
+(`.conv2d_tile`). Stays light at import time (no numpy-heavy, optuna or xgboost
 imports): `import te` must stay fast; the tuning loop is imported when a tuning run starts.
-Imports dispatch, measure, micro_kernel, options, space, workload.
+Imports conv2d, dispatch, measure, micro_kernel, options, space, workload.
 """
 from __future__ import annotations
 
 from ..errors import ArgumentError, TuningInterrupted, TuningLogError
 from . import dispatch
 from .measure import MeasureOptions
+from .conv2d import conv2d_compute, conv2d_tile, schedule_conv2d
 from .micro_kernel import define_matmul_like, schedule_matmul_like
 from .options import TuneOptions, options_from_keywords
 from .space import ConfigEntity, ConfigSpace
@@ -58,6 +60,9 @@ class _AutotuneAPI:
     load_best = staticmethod(load_best)
     define_matmul_like = staticmethod(define_matmul_like)
     schedule_matmul_like = staticmethod(schedule_matmul_like)
+    conv2d_compute = staticmethod(conv2d_compute)
+    conv2d_tile = staticmethod(conv2d_tile)
+    schedule_conv2d = staticmethod(schedule_conv2d)
     ConfigSpace = ConfigSpace
     ConfigEntity = ConfigEntity
     TuneOptions = TuneOptions

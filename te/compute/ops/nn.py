@@ -81,12 +81,10 @@ def _pad_nchw(data: Tensor, pads: tuple, value, name: str) -> Tensor:
     return pad(data, (0, 0, top, left), (0, 0, bottom, right), value, name=name)
 
 
-def conv2d_nchw(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation=1, groups: int = 1,
-                out_dtype: str | None = None, name: str = "T_conv2d_nchw") -> Tensor:
-    """2-D convolution. data (N, C, H, W), kernel (OC, C // groups, KH, KW); padding is an int,
-    (pad_h, pad_w) or (top, left, bottom, right) and goes into a separate stage 'pad_temp'
-    (absent when zero) that a schedule may inline."""
-    who = "conv2d_nchw"
+def conv2d_geometry(data: Tensor, kernel: Tensor, stride, padding, dilation, groups: int,
+                    who: str) -> tuple:
+    """Check a conv2d's arguments; gives ((sh, sw), (dh, dw), (top, left, bottom, right),
+    (kh, kw), (OH, OW)). Shared by conv2d_nchw and conv2d_nchw_gemm (same messages)."""
     check_tensor(data, who, "data", ndim=4)
     check_tensor(kernel, who, "kernel", ndim=4)
     sh, sw = int_tuple(stride, 2, who, "stride", minimum=1)
@@ -110,6 +108,18 @@ def conv2d_nchw(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation=1, g
                          f"{fmt_shape(kernel.shape)}")
     OH = _window(H, kh, sh, dh, pads[0], pads[2], who, "kernel height")
     OW = _window(W, kw, sw, dw, pads[1], pads[3], who, "kernel width")
+    return (sh, sw), (dh, dw), pads, (kh, kw), (OH, OW)
+
+
+def conv2d_nchw(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation=1, groups: int = 1,
+                out_dtype: str | None = None, name: str = "T_conv2d_nchw") -> Tensor:
+    """2-D convolution. data (N, C, H, W), kernel (OC, C // groups, KH, KW); padding is an int,
+    (pad_h, pad_w) or (top, left, bottom, right) and goes into a separate stage 'pad_temp'
+    (absent when zero) that a schedule may inline."""
+    (sh, sw), (dh, dw), pads, (kh, kw), (OH, OW) = conv2d_geometry(
+        data, kernel, stride, padding, dilation, groups, "conv2d_nchw")
+    N = data.shape[0]
+    OC, ICg = kernel.shape[0], kernel.shape[1]
     padded = _pad_nchw(data, pads, 0, "pad_temp")
     dtype = out_dtype or data.dtype
     rc = api.reduce_axis((0, ICg), "rc")

@@ -1,0 +1,167 @@
+"""The conv2d strategy: which compute a convolution gets, by its attributes, and its schedule.
+
+conv2d_compute picks conv2d_nchw_gemm (a GEMM over padded, phase-split rows with a
+register-tiled micro-kernel) where the per-group channel counts fill a register tile, else
+conv2d_nchw (direct; depthwise and narrow grouped convs). schedule_conv2d takes the kernel's
+output tensor: the conv's own output, or one elementwise stage over it (a fused epilogue:
+bias, relu, residual add) that is then computed in the conv's final (cropping) loop. It
+finds the conv's stages by tag. Imports te.compute, te.schedule, te.errors and
+micro_kernel.vector_lanes.
+"""
+from __future__ import annotations
+
+from ..compute import ops
+from ..compute.ops.conv2d_gemm import CROP_TAG, GEMM_TAG, PACK_TAG
+from ..compute.ops.nn import conv2d_geometry
+from ..compute.tensor import ComputeOp, Tensor
+from ..errors import ArgumentError
+from ..schedule.schedule import create_schedule
+from .micro_kernel import vector_lanes
+
+DIRECT_TAGS = ("conv2d_nchw", "depthwise_conv2d_nchw")
+MIN_GEMM_CHANNELS = 4    # output channels per group: below that the tile is mostly padding
+MIN_GEMM_REDUCTION = 8   # input channels per group x kernel taps (depthwise 3x3: 9)
+
+
+def conv2d_tile(dtype: str = "float32") -> tuple:
+    """(mr, nr): output channels x pixels of the register tile. nr is two vectors; mr
+    leaves room in the vector registers (32 on AVX-512, 16 on AVX2) for the 2 pixel
+    vectors and a broadcast next to the mr * 2 accumulators."""
+    lanes = vector_lanes(dtype)
+    return (8 if lanes >= 16 else 4), 2 * lanes if lanes >= 16 else 3 * lanes
+
+
+def conv2d_compute(data: Tensor, kernel: Tensor, strides=1, padding=0, dilation=1,
+                   groups: int = 1, name: str = "conv2d") -> Tensor:
+    """The output of a conv2d (conv2d_nchw's arguments) in the form its schedule wants;
+    bad arguments raise conv2d_nchw's errors, whichever form they would get."""
+    conv2d_geometry(data, kernel, strides, padding, dilation, groups, "conv2d_nchw")
+    oc, icg = kernel.shape[0], kernel.shape[1]
+    static = all(hasattr(d, "value") for d in (*data.shape, *kernel.shape))
+    if static and isinstance(groups, int) and groups >= 1 and int(oc.value) // groups >= \
+            MIN_GEMM_CHANNELS and int(icg.value) * int(kernel.shape[2].value) * int(
+                kernel.shape[3].value) >= MIN_GEMM_REDUCTION:
+        return ops.conv2d_nchw_gemm(data, kernel, strides, padding, dilation, groups,
+                                    tile=conv2d_tile(data.dtype), name=name)
+    return ops.conv2d_nchw(data, kernel, strides, padding, dilation, groups, name=name)
+
+
+def _producers(out: Tensor) -> list:
+    """Every ComputeOp `out` reads, directly or not, `out`'s own op first."""
+    found, todo, seen = [], [out.op], set()
+    while todo:
+        op = todo.pop()
+        if id(op) in seen or not isinstance(op, ComputeOp):
+            continue
+        seen.add(id(op))
+        found.append(op)
+        todo.extend(t.op for t in op.input_tensors)
+    return found
+
+
+def _by_tag(ops_: list, tags) -> ComputeOp | None:
+    for op in ops_:
+        if any(t in tags for t in op.tag.split(",")):
+            return op
+    return None
+
+
+def schedule_conv2d(out: Tensor):
+    """A schedule of `out`: a conv2d_compute output or one elementwise stage over it."""
+    if not isinstance(out, Tensor):
+        raise ArgumentError(f"te.autotune.schedule_conv2d: out must be a te.Tensor (the "
+                            f"conv's output or an elementwise stage over it), got "
+                            f"{type(out).__name__}")
+    found = _producers(out)
+    gemm = _by_tag(found, (GEMM_TAG,))
+    if gemm is not None:
+        return _schedule_gemm(out, found, gemm)
+    conv = _by_tag(found, DIRECT_TAGS)
+    if conv is None:
+        raise ArgumentError(f"te.autotune.schedule_conv2d: out ('{out.op.name}') reads no "
+                            f"conv2d stage (tags {GEMM_TAG!r} or {DIRECT_TAGS})")
+    return _schedule_direct(out, found, conv)
+
+
+def _epilogue(s, out: Tensor, found: list, stop) -> None:
+    """Inline every stage between `out` and `stop` (the crop and any elementwise stage), so
+    the output loop computes them from the conv's result as it writes."""
+    for op in found[1:]:
+        if op is not stop and not op.reduce_axis and op.tag not in (PACK_TAG, "injective,pad"):
+            s[op].compute_inline()
+
+
+def _out_loops(s, out: Tensor, lanes: int):
+    """(batch, channel) rows of `out` in parallel, each row's pixels vectorized; gives the
+    fused parallel loop."""
+    n, f, y, x = s[out].op.axis
+    width = int(out.shape[3].value)
+    xo, xi = s[out].split(x, factor=max(1, min(lanes, width)))
+    s[out].vectorize(xi)
+    row = s[out].fuse(n, f)
+    s[out].parallel(row)
+    return row, y
+
+
+def _schedule_gemm(out: Tensor, found: list, gemm: ComputeOp):
+    s = create_schedule(out.op)
+    pack = _by_tag(found, (PACK_TAG,))
+    crop = _by_tag(found, (CROP_TAG,))
+    if pack is None or crop is None:
+        raise ArgumentError(f"te.autotune.schedule_conv2d: stage '{gemm.name}' lacks its "
+                            f"pack or crop stage (tags {PACK_TAG!r}, {CROP_TAG!r})")
+    lanes = vector_lanes(out.dtype)
+    # the pack: (batch, channel) in parallel, each phase row a vectorized run
+    n, c, a, b, q = s[pack].op.axis
+    wq = pack.attrs["pitch"]
+    qo, qi = s[pack].split(q, factor=wq)
+    s[pack].parallel(s[pack].fuse(n, c))
+    s[pack].vectorize(s[pack].split(qi, factor=min(lanes, wq))[1])
+    # the GEMM: pixel tiles (with batch and group) in parallel, channel tiles inside; an
+    # mr x nr tile accumulates in registers over (channels, kernel rows, kernel columns)
+    mr, nr = gemm.attrs["tile"]
+    Yf = gemm.output(0)
+    local = s.cache_write(Yf, "local")
+    axes = list(s[Yf].op.axis)
+    f, p = axes[-2:]
+    fo, fi = s[Yf].split(f, factor=mr)
+    po, pi = s[Yf].split(p, factor=nr)
+    s[Yf].reorder(*axes[:-2], po, fo, fi, pi)
+    s[Yf].parallel(s[Yf].fuse(*axes[:-2], po))
+    s[Yf].unroll(fi)
+    s[Yf].vectorize(pi)
+    s[local].compute_at(s[Yf], fo)
+    lf, lp = s[local].op.axis[-2:]
+    rc, ry, rx = s[local].op.reduce_axis
+    s[local].reorder(rc, ry, rx, lf, lp)
+    for ax in (ry, rx, lf):
+        s[local].unroll(ax)
+    s[local].vectorize(lp)
+    # the crop with the epilogue, one pass over the output
+    _epilogue(s, out, found, gemm)
+    _out_loops(s, out, lanes)
+    return s
+
+
+def _schedule_direct(out: Tensor, found: list, conv: ComputeOp):
+    """Rows of (batch, channel) in parallel; each output row computed into a local buffer,
+    x innermost and vectorized with the reduction around it, then the epilogue (if any)
+    writes it; the padded input stays a stage of its own (no bounds selects inside)."""
+    s = create_schedule(out.op)
+    lanes = vector_lanes(out.dtype)
+    width = int(conv.output(0).shape[3].value)
+    n, f, y, x = s[conv].op.axis
+    xo, xi = s[conv].split(x, factor=max(1, min(lanes, width)))
+    if conv is out.op:
+        s[conv].reorder(n, f, y, xo, *s[conv].op.reduce_axis, xi)
+        s[conv].parallel(s[conv].fuse(n, f))
+    else:
+        s[conv].reorder(xo, *s[conv].op.reduce_axis, xi)
+        _epilogue(s, out, found, conv)
+        _, out_y = _out_loops(s, out, lanes)
+        s[conv].compute_at(s[out], out_y)
+    s[conv].vectorize(xi)
+    pad = _by_tag(found, ("pad",))
+    if pad is not None:
+        s[pad].parallel(s[pad].fuse(*s[pad].op.axis[:2]))
+    return s

@@ -1,0 +1,100 @@
+"""conv2d NCHW as a GEMM over flattened, padded, phase-split input rows (no im2col).
+
+Takes conv2d_nchw's arguments plus the register tile (mr, nr) a schedule will use; gives the
+NCHW output as three stages a schedule finds by tag:
+
+- 'conv2d_gemm_pack' Xp[n, c, a, b, q]: the zero-padded input split into stride phases
+  (a, b) = (y % sh, x % sw), each phase's rows flattened with pitch wq. Output pixel
+  p = y * wq + x then reads Xp[n, c, (ry*dh) % sh, (rx*dw) % sw, p + off(ry, rx)]: an
+  index affine in p with slope 1, so nr consecutive pixels are one vector load for every
+  (c, ry, rx), at any stride and dilation. The wq - OW columns at the end of each row are
+  computed and dropped. attrs['pitch'] = wq.
+- 'conv2d_gemm' Yf[n, (g,) f, p]: the GEMM, output channels padded up to a multiple of mr
+  (zero weights) and pixels up to a multiple of nr, so a register tile never has a tail;
+  attrs['tile'] = (mr, nr).
+- 'conv2d_gemm_crop' (named `name`): Yf cropped into (N, OC, OH, OW).
+
+Imports te.compute and te.errors only.
+"""
+from __future__ import annotations
+
+from ...errors import ShapeError
+from .. import api
+from ..tensor import Tensor
+from ._util import fmt_shape, static_dim
+from .nn import conv2d_geometry
+
+PACK_TAG, GEMM_TAG, CROP_TAG = "conv2d_gemm_pack", "conv2d_gemm", "conv2d_gemm_crop"
+
+
+def _ceil_to(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation=1,
+                     groups: int = 1, tile=(8, 32), out_dtype: str | None = None,
+                     name: str = "T_conv2d_nchw") -> Tensor:
+    """conv2d_nchw's result (same arguments and checks) in the GEMM form above; `tile` is
+    (mr output channels, nr pixels) of the schedule's register tile. Needs constant
+    shapes. With groups > 1 the GEMM has a group axis: Yf[n, g, f, p]."""
+    who = "conv2d_nchw_gemm"
+    (sh, sw), (dh, dw), pads, (kh, kw), (OH, OW) = conv2d_geometry(
+        data, kernel, stride, padding, dilation, groups, who)
+    dims = [static_dim(d) for d in (*data.shape, *kernel.shape)]
+    if any(d is None for d in dims):
+        raise ShapeError(f"{who}: data and kernel must have constant shapes, got "
+                         f"{fmt_shape(data.shape)} and {fmt_shape(kernel.shape)}")
+    if (not isinstance(tile, (tuple, list)) or len(tile) != 2
+            or any(isinstance(t, bool) or not isinstance(t, int) or t < 1 for t in tile)):
+        raise ShapeError(f"{who}: tile must be 2 positive ints (mr, nr), got {tile!r}")
+    N, C, H, W, OC, ICg = dims[:6]
+    mr, nr = tile
+    top, left = pads[0], pads[1]
+    OCg = OC // groups
+    dtype = out_dtype or data.dtype
+    # phases actually read (a 1x1 stride-2 kernel reads phase (0, 0) only)
+    pha, phb = min(sh, (kh - 1) * dh + 1), min(sw, (kw - 1) * dw + 1)
+    wq = OW + (kw - 1) * dw // sw                 # phase row pitch: OW and the kernel's reach
+    npix = _ceil_to(OH * wq, nr)
+    reach = (kh - 1) * dh // sh * wq + (kw - 1) * dw // sw
+    rows = -(-(npix + reach) // wq)               # what the last pixel tile reads
+
+    def pack(n, c, a, b, q):
+        y = api.indexdiv(q, wq) * sh + a - top
+        x = api.indexmod(q, wq) * sw + b - left
+        inside = api.all(y >= 0, y < H, x >= 0, x < W)
+        return api.if_then_else(inside, data[n, c, y, x].astype(dtype), api.const(0, dtype))
+    Xp = api.compute((N, C, pha, phb, rows * wq), pack, name=f"{name}_pack", tag=PACK_TAG,
+                      attrs={"pitch": wq})
+
+    rc = api.reduce_axis((0, ICg), "rc")
+    ry = api.reduce_axis((0, kh), "ry")
+    rx = api.reduce_axis((0, kw), "rx")
+
+    def split(r, d, s):
+        """(phase, offset in phase rows/columns) of kernel tap r; plain r * d at stride 1."""
+        if s == 1:
+            return 0, r * d
+        return api.indexmod(r * d, s), api.indexdiv(r * d, s)
+    a, oy = split(ry, dh, sh)
+    b, ox = split(rx, dw, sw)
+    ocp = _ceil_to(OCg, mr)
+
+    def gemm(n, g, f, p):
+        oc = f if groups == 1 else g * OCg + f
+        if ocp != OCg:   # padded channels: zero weights, read from a clamped (valid) row
+            oc = api.min(oc, (g + 1) * OCg - 1 if groups > 1 else OC - 1)
+        w = kernel[oc, rc, ry, rx].astype(dtype)
+        if ocp != OCg:
+            w = api.if_then_else(f < OCg, w, api.const(0, dtype))
+        c = rc if groups == 1 else g * ICg + rc
+        return api.sum(w * Xp[n, c, a, b, p + oy * wq + ox], axis=[rc, ry, rx])
+    if groups == 1:
+        Yf = api.compute((N, ocp, npix), lambda n, f, p: gemm(n, 0, f, p), name=f"{name}_gemm",
+                         tag=GEMM_TAG, attrs={"tile": (mr, nr)})
+        return api.compute((N, OC, OH, OW), lambda n, f, y, x: Yf[n, f, y * wq + x],
+                           name=name, tag=CROP_TAG)
+    Yf = api.compute((N, groups, ocp, npix), gemm, name=f"{name}_gemm", tag=GEMM_TAG,
+                     attrs={"tile": (mr, nr)})
+    return api.compute((N, OC, OH, OW), lambda n, f, y, x: Yf[
+        n, api.indexdiv(f, OCg), api.indexmod(f, OCg), y * wq + x], name=name, tag=CROP_TAG)

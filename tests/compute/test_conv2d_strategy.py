@@ -1,0 +1,140 @@
+"""The conv2d strategy (te.autotune.conv2d_compute + schedule_conv2d) against a numpy
+convolution on random data: odd sizes, strides, dilation, groups, asymmetric padding,
+batch 2, alone and with a fused epilogue stage built as the graph's fusion builds it
+(te.compute over the conv output + a per-channel bias, then relu, or + a residual)."""
+import re
+
+import numpy as np
+import pytest
+
+import te
+from te.compute import ops
+from te.errors import ArgumentError, ShapeError
+
+
+def conv_ref(x, w, stride, pads, dilation, groups):
+    """float64 NCHW convolution: one einsum per (group, kernel tap)."""
+    n, c, h, wd = x.shape
+    oc, icg, kh, kw = w.shape
+    (sh, sw), (dh, dw), (t, left, b, r) = stride, dilation, pads
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (t, b), (left, r)))
+    oh = (h + t + b - (kh - 1) * dh - 1) // sh + 1
+    ow = (wd + left + r - (kw - 1) * dw - 1) // sw + 1
+    out = np.zeros((n, oc, oh, ow))
+    ocg = oc // groups
+    for g in range(groups):
+        for ky in range(kh):
+            for kx in range(kw):
+                patch = xp[:, g * icg:(g + 1) * icg, ky * dh:ky * dh + (oh - 1) * sh + 1:sh,
+                           kx * dw:kx * dw + (ow - 1) * sw + 1:sw]
+                out[:, g * ocg:(g + 1) * ocg] += np.einsum(
+                    "nchw,oc->nohw", patch, w[g * ocg:(g + 1) * ocg, :, ky, kx])
+    return out
+
+
+def _as4(v):
+    return (v, v, v, v) if isinstance(v, int) else (v if len(v) == 4 else (*v, *v))
+
+
+# (N, C, H, W, OC, k, stride, padding, dilation, groups, the compute it should get)
+CASES = [
+    (2, 8, 9, 11, 16, 3, 1, 1, 1, 1, "gemm"),             # 3x3 same padding
+    (2, 5, 11, 13, 13, 3, 2, 1, 1, 1, "gemm"),            # odd channels, stride 2
+    (1, 3, 23, 21, 10, 7, 2, 3, 1, 1, "gemm"),            # the ResNet stem's shape kind
+    (2, 12, 9, 7, 9, 1, 2, 0, 1, 1, "gemm"),              # 1x1 stride-2 downsampling
+    (2, 24, 7, 7, 40, 1, 1, 0, 1, 1, "gemm"),             # 1x1, a 7x7 image
+    (2, 12, 9, 10, 12, 3, 1, 2, 2, 3, "gemm"),            # dilated, grouped
+    (2, 9, 10, 9, 15, 3, 2, (0, 1, 2, 1), 1, 3, "gemm"),  # asymmetric padding, groups
+    (2, 7, 8, 9, 5, (2, 3), (1, 2), 1, (2, 1), 1, "gemm"),  # rectangular everything
+    (2, 6, 9, 7, 6, 3, 2, 1, 1, 6, "direct"),             # depthwise
+    (2, 6, 9, 7, 12, 3, 1, 1, 1, 6, "direct"),            # depthwise, multiplier 2
+    (2, 6, 11, 9, 6, 3, 1, 1, 1, 2, "direct"),            # 3 channels per group
+]
+
+
+def _build(x, w, stride, padding, dilation, groups, epilogue):
+    X = te.placeholder(x.shape, name="X")
+    W = te.placeholder(w.shape, name="W")
+    conv = te.autotune.conv2d_compute(X, W, stride, padding, dilation, groups)
+    extra = []
+    if epilogue == "bias_relu":
+        B = te.placeholder((w.shape[0],), name="B")
+        out = te.compute(conv.shape, lambda n, f, y, i: te.max(conv[n, f, y, i] + B[f], 0.0),
+                         name="epilogue", tag="broadcast")
+        extra = [B]
+    elif epilogue == "residual":
+        R = te.placeholder(tuple(int(d.value) for d in conv.shape), name="R")
+        out = te.compute(conv.shape, lambda *i: conv(*i) + R(*i), name="epilogue",
+                         tag="elemwise")
+        extra = [R]
+    else:
+        out = conv
+    s = te.autotune.schedule_conv2d(out)
+    return conv, te.build(s, [X, W, *extra, out]), extra
+
+
+@pytest.mark.parametrize("epilogue", [None, "bias_relu", "residual"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)).replace(" ", ""))
+def test_conv2d_strategy_matches_numpy(case, epilogue):
+    n, c, h, wd, oc, k, stride, padding, dilation, groups, form = case
+    kh, kw = (k, k) if isinstance(k, int) else k
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((n, c, h, wd)).astype(np.float32)
+    w = rng.standard_normal((oc, c // groups, kh, kw)).astype(np.float32)
+    conv, fn, extra = _build(x, w, stride, padding, dilation, groups, epilogue)
+    assert (conv.op.tag == "conv2d_gemm_crop") == (form == "gemm"), conv.op.tag
+    st = (stride, stride) if isinstance(stride, int) else stride
+    dl = (dilation, dilation) if isinstance(dilation, int) else dilation
+    want = conv_ref(x, w, st, _as4(padding), dl, groups)
+    inputs = [x, w]
+    if epilogue == "bias_relu":
+        b = rng.standard_normal(oc).astype(np.float32)
+        inputs.append(b)
+        want = np.maximum(want + b[None, :, None, None], 0)
+    elif epilogue == "residual":
+        res = rng.standard_normal(want.shape).astype(np.float32)
+        inputs.append(res)
+        want = want + res
+    got = np.full(want.shape, np.nan, np.float32)
+    fn(*inputs, got)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_epilogue_is_computed_in_the_conv_output_loop():
+    """The epilogue stage replaces the crop: one output loop nest, no second pass (the
+    crop stage is inlined, so no buffer of the conv's NCHW result is allocated)."""
+    X = te.placeholder((1, 8, 9, 9), name="X")
+    W = te.placeholder((16, 8, 3, 3), name="W")
+    B = te.placeholder((16,), name="B")
+    conv = te.autotune.conv2d_compute(X, W, 1, 1)
+    out = te.compute(conv.shape, lambda n, f, y, i: te.max(conv[n, f, y, i] + B[f], 0.0),
+                     name="epilogue")
+    text = str(te.lower(te.autotune.schedule_conv2d(out), [X, W, B, out]))
+    assert re.findall(r"allocate (\S+)\[", text) == ["conv2d_pack", "conv2d_gemm",
+                                                      "conv2d_gemm.local"]
+    assert len(re.findall(r"epilogue\[", text)) == 1     # one store: the crop loop's
+
+
+def test_gemm_form_checks_its_arguments():
+    X = te.placeholder((1, 8, 9, 9), name="X")
+    W = te.placeholder((16, 8, 3, 3), name="W")
+    with pytest.raises(ShapeError, match=r"conv2d_nchw_gemm: tile must be 2 positive ints "
+                                         r"\(mr, nr\), got \(8, 0\)"):
+        ops.conv2d_nchw_gemm(X, W, tile=(8, 0))
+    with pytest.raises(ShapeError, match=r"conv2d_nchw_gemm: data channels \(8\) must be "
+                                         r"divisible by groups \(3\)"):
+        ops.conv2d_nchw_gemm(X, W, groups=3)
+    n = te.var("n")
+    with pytest.raises(ShapeError, match="conv2d_nchw_gemm: data and kernel must have "
+                                         "constant shapes"):
+        ops.conv2d_nchw_gemm(te.placeholder((n, 8, 9, 9), name="Xn"), W)
+
+
+def test_schedule_conv2d_refuses_a_graph_without_conv():
+    X = te.placeholder((1, 8, 9, 9), name="X")
+    Y = te.compute(X.shape, lambda *i: X(*i) + 1.0, name="Y")
+    with pytest.raises(ArgumentError, match="schedule_conv2d: out \\('Y'\\) reads no conv2d "
+                                            "stage"):
+        te.autotune.schedule_conv2d(Y)
+    with pytest.raises(ArgumentError, match="out must be a te.Tensor"):
+        te.autotune.schedule_conv2d(Y.op)
