@@ -35,7 +35,10 @@ class Module:
         env = self._execute(self._check(feeds))
         if keep:
             return {v.name: env[id(v)] for v in self.graph.values()}
-        return [env[id(v)] for v in self.graph.outputs]
+        # an output that is a graph input or a constant is copied: the caller owns the
+        # result, and must neither see its feed aliased nor be able to change a constant
+        return [env[id(v)] if v.node is not None else np.array(env[id(v)])
+                for v in self.graph.outputs]
 
     def profile(self, feeds: dict, repeat: int = 5) -> "Profile":
         """Run `repeat` times timing each step; the Profile prints a table of every step
