@@ -264,3 +264,77 @@ def test_dce_drops_what_a_rewrite_left_unread():
     new = eliminate_dead_code(simplify_algebra(g2))
     assert _lines(new) == ["  %r2: float32[12] = reshape(%x; newshape=(12,))"]
     _same_results(g2, new)
+
+
+# ---- the whole pipeline ----------------------------------------------------------------
+
+def test_optimize_is_idempotent_and_works_on_symbolic_shapes():
+    x = graph.input("x", ("n", 3, 5, 5))
+    conv = graph.nn.conv2d(x, graph.constant(_rand(4, 3, 3, 3), name="w"), name="conv")
+    params = [graph.constant(np.abs(_rand(4)) + 0.5, name=f"p{k}") for k in range(4)]
+    bn = graph.nn.batch_norm(conv, *params, name="bn")
+    y = graph.multiply(graph.identity(graph.relu(bn, name="r"), name="i"), 1.0, name="y")
+    g = graph.Graph([y])
+    new = optimize(g)
+    assert _lines(new)[2:] == [
+        "  %bn: float32[n, 4, 3, 3] = conv2d(%x, %w/bn, %bn/bias; strides=(1, 1), "
+        "padding=(0, 0, 0, 0), dilation=(1, 1), groups=1)",
+        "  %y: float32[n, 4, 3, 3] = relu(%bn)"]
+    assert str(optimize(new)) == str(new)
+
+
+def _random_graph(rng, n_nodes: int):
+    """A random DAG over (2, 3, 4) data: elementwise and broadcast ops (with neutral and
+    non-neutral constants), transposes, reshapes, identities, casts, batch_norm, chains on
+    constants only, and repeated nodes."""
+    x = graph.input("x", (2, 3, 4))
+    pool = [x]
+    for k in range(n_nodes):
+        # mostly a chain on the latest value, so that most nodes reach the outputs
+        v = pool[-1] if rng.random() < 0.7 else pool[rng.integers(len(pool))]
+        kind = rng.integers(8)
+        if kind == 0:
+            v = graph.UNARY_FUNCTIONS[rng.choice(["tanh", "negative", "abs", "sigmoid"])](v)
+        elif kind == 1:
+            shape = v.shape[-1:] if rng.integers(2) else v.shape
+            c = rng.choice([np.ones(shape), np.zeros(shape), rng.standard_normal(shape)])
+            op = rng.choice(["add", "multiply", "subtract", "divide"])
+            if op == "divide":
+                c = np.where(np.abs(c) < 0.5, 1.0, c)
+            args = (v, graph.constant(c.astype("float32")))
+            v = graph.BINARY_FUNCTIONS[op](*(args if rng.integers(3) else args[::-1]))
+        elif kind == 2:
+            v = graph.transpose(v, tuple(rng.permutation(len(v.shape))))
+        elif kind == 3:
+            v = graph.reshape(v, [(24,), (6, 4), (2, 12), (4, 3, 2), (1, 24, 1)][
+                rng.integers(5)])
+        elif kind == 4:
+            v = graph.identity(graph.cast(v, "float32"))
+        elif kind == 5 and len(v.shape) >= 2:
+            c = v.shape[1]
+            stats = [np.abs(rng.standard_normal(c)) + 0.5, rng.standard_normal(c),
+                     rng.standard_normal(c), np.abs(rng.standard_normal(c)) + 0.5]
+            v = graph.nn.batch_norm(v, *[graph.constant(s.astype("float32")) for s in stats])
+        elif kind == 6:  # a chain fed only by a constant, then used with v
+            w = graph.transpose(graph.constant(rng.standard_normal(v.shape[::-1])
+                                               .astype("float32")))
+            v = graph.add(v, graph.exp(graph.multiply(w, 0.1)))
+        else:  # the same node twice (CSE)
+            u = pool[rng.integers(len(pool))]
+            if u.shape == v.shape:
+                v = graph.add(graph.maximum(u, v), graph.maximum(u, v))
+        pool.append(v)
+    return graph.Graph([pool[-1], pool[len(pool) // 2]], inputs=[x])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_graphs_compute_the_same_after_optimize(seed):
+    g = _random_graph(np.random.default_rng(seed), 20)
+    new = optimize(g)
+    assert str(new) != str(g)
+    assert "batch_norm" not in _ops(new), str(new)
+    # an identity is left only to give an output its name (its input is another output)
+    outs = {id(v) for v in new.outputs}
+    assert all(id(n.outputs[0]) in outs and (id(n.inputs[0]) in outs or n.inputs[0].is_input)
+               for n in new.nodes if n.op == "identity"), str(new)
+    _same_results(g, new, rtol=1e-5, atol=1e-6)
