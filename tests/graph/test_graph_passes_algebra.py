@@ -193,6 +193,47 @@ def test_batch_norm_folds_into_a_matmul_by_a_constant_matrix():
     _same_results(g, new, rtol=1e-5, atol=1e-5)
 
 
+def test_per_channel_multiply_add_subtract_after_a_conv_fold_into_it():
+    x = graph.input("x", (2, 3, 7, 6))
+    conv = graph.nn.conv2d(x, graph.constant(_rand(5, 3, 3, 3), name="w"),
+                           graph.constant(_rand(5), name="b"), padding=1, name="conv")
+    m = graph.multiply(graph.constant(_rand(5, 1, 1), name="s"), conv, name="m")
+    a = graph.add(m, graph.constant(_rand(1, 5, 1, 1), name="t"), name="a")
+    d = graph.subtract(a, graph.constant(_rand(5, 1, 1), name="u"), name="d")
+    g = graph.Graph([graph.relu(d, name="y")])
+    new = fold_batch_norm(g)
+    assert _ops(new) == ["conv2d", "relu"] and new.nodes[0].outputs[0].name == "d"
+    _same_results(g, new, rtol=1e-5, atol=1e-5)
+
+
+def test_multiply_add_that_are_not_per_channel_or_not_after_weights_stay():
+    x = graph.input("x", (2, 3, 4, 5))
+    conv = graph.nn.conv2d(x, graph.constant(_rand(3, 3, 1, 1), name="w"), name="conv")
+    along_w = graph.multiply(conv, graph.constant(_rand(5), name="cw"), name="along_w")
+    conv2 = graph.nn.conv2d(x, graph.constant(_rand(3, 3, 1, 1), name="w2"), name="conv2")
+    read_twice = graph.add(conv2, graph.constant(_rand(3, 1, 1), name="c2"), name="twice")
+    after_relu = graph.add(graph.relu(x, name="r"), graph.constant(_rand(3, 1, 1), name="c3"),
+                           name="after_relu")
+    mm = graph.nn.matmul(graph.input("m", (4, 6)), graph.constant(_rand(6, 3), name="mw"),
+                         name="mm")
+    biased = graph.add(mm, graph.constant(_rand(3), name="mb"), name="biased")  # no bias
+    g = graph.Graph([along_w, read_twice, conv2, after_relu, biased])
+    new = fold_batch_norm(g)
+    assert _ops(new) == _ops(g)
+    _same_results(g, new)
+
+
+@pytest.mark.parametrize("op", ["multiply", "add"])
+def test_per_channel_multiply_or_add_folds_into_gemm(op):
+    x = graph.input("x", (3, 7))
+    gemm = graph.nn.dense(x, graph.constant(_rand(4, 7), name="w"), name="fc")
+    g = graph.Graph([graph.BINARY_FUNCTIONS[op](gemm, graph.constant(_rand(1, 4)),
+                                                name="y")])
+    new = fold_batch_norm(g)
+    assert _ops(new) == ["gemm"]
+    _same_results(g, new, rtol=1e-5, atol=1e-5)
+
+
 # ---- the light ONNX models -------------------------------------------------------------
 
 # Four of the nine light models, one per kind of rewrite they exercise: squeezenet
@@ -216,6 +257,8 @@ def test_optimized_light_model_matches_onnxruntime_at_o0(name):
     new = optimize(g)
     assert "batch_norm" not in _ops(new) and "identity" not in _ops(new)
     assert [(v.name, v.shape) for v in new.outputs] == [(v.name, v.shape) for v in g.outputs]
+    if name == "inception_v2":  # its Mul and Add after each batch norm fold into the conv
+        assert not {"multiply", "add"} & set(_ops(new))
     if name == "resnet50":
         assert _ops(g).count("batch_norm") == 53
         assert len(new.nodes) == len(g.nodes) - 53
