@@ -155,7 +155,8 @@ def _build(sch, args, target, name: str, instrument_bound_checkers):
     _check_bound_checkers(instrument_bound_checkers, sch, target.kind)
     if isinstance(sch, PrimFunc):
         _check_name(sch.name)
-        func = sch
+        # lowered before: with stop_after, or by hand, its parallel loops may be loops yet
+        func = pipeline.outline_for_cpu(sch) if target.kind == "llvm" else sch
     elif isinstance(sch, Schedule):
         if args is None:
             raise BuildError("te.build: args must list the argument tensors of the schedule")

@@ -1,8 +1,8 @@
 """Shared test helpers: random inputs that are never all zeros, and build-run-compare.
 
 Takes te schedules and numpy reference functions; gives rand_array(), run_kernel(),
-check_schedule(), build_reference() and a softmax graph with its numpy reference and row
-schedule.
+check_schedule(), build_reference(), a softmax graph with its numpy reference and row
+schedule, and for target 'cuda' bind() and run_emulated().
 `import helpers` works in every test: pytest puts tests/ (the directory of the rootdir
 conftest.py) on sys.path. Imports numpy and te.
 """
@@ -111,3 +111,22 @@ def schedule_softmax_rows(s, graph: tuple, row, lanes: int):
     s[ex].vectorize(ei)
     s[ex].compute_with(s[rf], rf.op.reduce_axis[0])
     return rf
+
+
+# Target 'cuda' (tests/codegen/cuda and the lowering tests that run CUDA C in its emulator)
+def bind(s, stage_tensor, axis, factor, outer="blockIdx.x", inner="threadIdx.x"):
+    """Split `axis` of stage `stage_tensor` by `factor`; bind the outer part to `outer` and
+    the inner to `inner`; gives (outer, inner)."""
+    o, i = s[stage_tensor].split(axis, factor=factor)
+    s[stage_tensor].bind(o, te.thread_axis(outer))
+    s[stage_tensor].bind(i, te.thread_axis(inner))
+    return o, i
+
+
+def run_emulated(mod, inputs, out_shapes, out_dtypes):
+    """The outputs of CUDA module `mod` run in its CPU emulator, each allocated poisoned
+    (NaN, or 77 for integers) so that an element no thread wrote shows."""
+    outs = [np.full(shape, np.nan if np.dtype(d).kind == "f" else 77, d)
+            for shape, d in zip(out_shapes, out_dtypes)]
+    mod.emulator()(*inputs, *outs)
+    return outs

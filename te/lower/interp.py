@@ -310,6 +310,9 @@ class _Compiler:
                 body()
         return run
 
+    def stmt_ParallelTask(self, s: ir.ParallelTask) -> Callable:
+        return self.stmt(s.loop)  # the iterations are independent: any order is one
+
     def stmt_IfThenElse(self, s: ir.IfThenElse) -> Callable:
         cond, then = self.expr(s.cond), self.stmt(s.then_case)
         other = self.stmt(s.else_case) if s.else_case is not None else None

@@ -184,6 +184,17 @@ class Allocate(Stmt):
     body: Stmt
 
 
+@dataclass(frozen=True, eq=False)
+class ParallelTask(Stmt):
+    """Parallel loop `loop` outlined (the parallel_outline pass): its iterations run as a
+    task function `name` on the thread pool, which receives the values of `captured` (the
+    Vars the loop's body reads and does not bind: buffer data pointers, sizes, enclosing
+    loop and let variables, in first-use order) from the function that starts it."""
+    name: str
+    captured: tuple
+    loop: For
+
+
 def has_pragma(loop: "For", key: str) -> bool:
     return any(k == key for k, _ in loop.pragmas)
 

@@ -24,6 +24,7 @@ from .build_loops import schedule_to_stmt
 from .passes.bound_checkers import instrument_bound_checkers
 from .passes.device_split import split_host_device
 from .passes.loop_partition import partition_loops
+from .passes.parallel_outline import outline_parallel
 from .passes.simplify import simplify_stmt
 from .passes.software_pipeline import software_pipeline
 from .passes.storage_flatten import storage_flatten
@@ -62,12 +63,10 @@ PASSES = (
     # on request only (OPT_IN): a run-time check on each Load and Store index that the loop
     # ranges do not prove inside its buffer
     ("instrument_bound_checkers", instrument_bound_checkers),
+    # each outermost parallel loop -> a ParallelTask: a task function of its own and the
+    # values it captures, which te/codegen/llvm emits as a function and a thread-pool call
+    ("parallel_outline", lambda f: outline_parallel(f.body, f.name)),
 )
-
-# Parallel outlining is no pass here: it makes a parallel loop's body an LLVM function of its
-# own with a closure of the values live at the loop, run by GOMP_parallel
-# (te/codegen/llvm/parallel.py). Loop IR has no functions, calls or closures to say that in,
-# so the IR keeps the loop (a For of kind PARALLEL) and the LLVM code generator outlines it.
 
 # Passes that run only when lower() is asked for them, by the keyword of the same name.
 OPT_IN = ("instrument_bound_checkers",)
@@ -84,8 +83,10 @@ DEVICE_SPLIT = "split_host_device"
 # Target 'cuda' keeps vectorized loops as loops (each GPU thread runs them unrolled), and
 # does not partition loops: a split point that depends on threadIdx would make a loop's
 # trip count differ between threads (no barrier may sit inside it), and the copies it
-# makes of shared buffers' allocations would each take shared memory.
-SKIPPED_FOR = {"llvm": (), "cuda": ("loop_partition", "simplify_partitioned", "vectorize")}
+# makes of shared buffers' allocations would each take shared memory. Its parallelism is
+# the thread-bound loops; a CPU parallel loop is no task there.
+SKIPPED_FOR = {"llvm": (), "cuda": ("loop_partition", "simplify_partitioned", "vectorize",
+                                    "parallel_outline")}
 
 
 def lower(sch: Schedule, args: list, target, name: str = "main",
@@ -144,6 +145,17 @@ def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target,
 
 
 PASS_NAMES = FRONT + tuple(name for name, _ in PASSES) + (DEVICE_SPLIT,)
+
+
+def outline_for_cpu(func: PrimFunc) -> PrimFunc:
+    """The parallel_outline pass on a function lowered for 'llvm' before (with stop_after,
+    or made by hand): te.build's CPU code generator runs parallel loops only as tasks. A
+    function already outlined comes back as it is."""
+    body = outline_parallel(func.body, func.name)
+    if body is func.body:
+        return func
+    return PrimFunc(func.name, func.params, func.scalar_params, body, func.attrs,
+                    func.device_plan)
 
 
 def split_for_device(func: PrimFunc, target, dump_after: str | None = None) -> PrimFunc:

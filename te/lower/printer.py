@@ -147,6 +147,10 @@ class _Printer:
                f"{self.expr(s.extent)})"
         yield from self.block(head, s.body, depth)
 
+    def stmt_ParallelTask(self, s: ir.ParallelTask, depth: int):
+        captured = ", ".join(self.var(v) for v in s.captured)
+        yield from self.block(f"parallel_task {s.name}({captured})", s.loop, depth)
+
     def stmt_SeqStmt(self, s: ir.SeqStmt, depth: int):
         for x in s.stmts:
             yield x, depth

@@ -42,6 +42,15 @@ class _Verifier:
             self.fail("a prefetch must name one element of a buffer (a scalar Load)")
         self.expr(p.load)
 
+    def task(self, s: ir.ParallelTask) -> None:
+        if not isinstance(s.loop, ir.For) or s.loop.kind != ir.PARALLEL:
+            self.fail(f"parallel task '{s.name}' does not hold a parallel loop")
+        data = {b.data for b in self.buffers}
+        for v in s.captured:
+            if v not in self.vars and v not in data:
+                self.fail(f"parallel task '{s.name}' captures '{v.name}' outside the loop, "
+                          f"let or allocation that defines it")
+
     def stmt(self, s: ir.Stmt) -> None:
         # an explicit stack of statements and scope exits: root stages nest their
         # allocations one inside the other, as deep as the chain of stages is long
@@ -79,6 +88,9 @@ class _Verifier:
             if s.else_case is not None:
                 todo.append(s.else_case)
             todo.append(s.then_case)
+        elif isinstance(s, ir.ParallelTask):
+            self.task(s)
+            todo.append(s.loop)
         elif isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Prefetch):
             self.prefetch(s.value)
         elif isinstance(s, ir.Evaluate):

@@ -35,6 +35,8 @@ def stmt_children(s: ir.Stmt) -> tuple:
         return (s.index, s.value), ()
     if isinstance(s, ir.Allocate):
         return (s.extent,), (s.body,)
+    if isinstance(s, ir.ParallelTask):
+        return (), (s.loop,)
     raise TypeError(f"unknown statement {type(s).__name__}")
 
 
@@ -49,6 +51,43 @@ def walk_stmts(s: ir.Stmt, reverse: bool = False):
         yield node
         kids = stmt_children(node)[1]
         todo.extend(kids if reverse else reversed(kids))
+
+
+# What walk_down's `step` gives to leave a statement's children out of the walk.
+SKIP = object()
+
+
+def walk_down(s: ir.Stmt, state, step):
+    """(statement, state) for every statement under s, in walk_stmts' order, where `state`
+    is what the path from s down to it gives: the children of a statement get
+    step(statement, its state), or are left out when that is SKIP. For the walks that carry
+    something down each path (the variables in scope, the thread loops around a statement),
+    from the same explicit stack."""
+    todo = [(s, state)]
+    while todo:
+        node, here = todo.pop()
+        yield node, here
+        inner = step(node, here)
+        if inner is not SKIP:
+            todo.extend((kid, inner) for kid in reversed(stmt_children(node)[1]))
+
+
+def walk_scoped(s: ir.Stmt):
+    """walk_down with the frozenset of Vars that the statements around each one bind (loop
+    and let variables, allocations' data pointers): besides the function's parameters,
+    what its own expressions may read. A statement's own expressions are outside its own
+    binding (a loop's bounds cannot read its variable)."""
+    return walk_down(s, frozenset(), _bind)
+
+
+def _bind(node: ir.Stmt, bound: frozenset) -> frozenset:
+    if isinstance(node, ir.For):
+        return bound | {node.loop_var}
+    if isinstance(node, ir.LetStmt):
+        return bound | {node.var}
+    if isinstance(node, ir.Allocate):
+        return bound | {node.buffer.data}
+    return bound
 
 
 def pre_order_exprs(s: ir.Stmt, fn) -> None:
@@ -171,6 +210,8 @@ def rebuild_stmt(s: ir.Stmt, ex: tuple, st: tuple) -> ir.Stmt:
         return r(s, index=ex[0], value=ex[1])
     if isinstance(s, ir.Allocate):
         return r(s, extent=ex[0], body=st[0])
+    if isinstance(s, ir.ParallelTask):
+        return r(s, loop=st[0])
     raise TypeError(f"unknown statement {type(s).__name__}")
 
 

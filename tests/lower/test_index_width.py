@@ -8,7 +8,7 @@ is refused.
 """
 import numpy as np
 import pytest
-from test_codegen_cuda import bind, run_emulated
+from helpers import bind, run_emulated
 
 import te
 from te.errors import LoweringError

@@ -6,7 +6,7 @@ the CPU emulator), for divisors in the data and constant ones.
 """
 import numpy as np
 import pytest
-from test_codegen_cuda import bind, run_emulated
+from helpers import bind, run_emulated
 
 import te
 from te.lower.interp import run_func

@@ -7,7 +7,7 @@ loop-IR interpreter; index arithmetic keeps `nsw`, which LLVM needs for affine a
 """
 import numpy as np
 import pytest
-from test_codegen_cuda import bind, run_emulated
+from helpers import bind, run_emulated
 
 from runtime.checker import INDEX_LIMIT
 import te

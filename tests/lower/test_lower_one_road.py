@@ -34,8 +34,9 @@ def test_the_pass_list_starts_at_the_schedule():
     assert pipeline.PASS_NAMES[-1] == "split_host_device"
 
 
-# all but the two passes that run only on request (instrument_bound_checkers, the split)
-@pytest.mark.parametrize("name", pipeline.PASS_NAMES[:-2])
+# all but the passes that run only on request (instrument_bound_checkers, the split)
+@pytest.mark.parametrize("name", [p for p in pipeline.PASS_NAMES if p not in
+                                  pipeline.OPT_IN + (pipeline.DEVICE_SPLIT,)])
 def test_stop_after_gives_what_the_pass_dumps(name, capsys):
     s, args = _schedule()
     stopped = te.lower(s, args, stop_after=name)
@@ -53,9 +54,13 @@ def test_stop_after_the_schedule_has_tensors_and_no_buffers():
     assert "realize B[" in str(nests) and "realize" not in flat and "allocate" in flat
     assert "ramp" not in flat
     full = str(te.lower(s, args))
-    assert str(te.lower(s, args, stop_after="simplify_final")) == full
-    assert str(te.lower(s, args, stop_after="instrument_bound_checkers")) == full
+    before_tasks = str(te.lower(s, args, stop_after="simplify_final"))
+    assert str(te.lower(s, args, stop_after="instrument_bound_checkers")) == before_tasks
+    assert str(te.lower(s, args, stop_after="parallel_outline")) == full
     assert "ramp" in full
+    # the last pass wraps the parallel loop in a task that captures the two buffers
+    assert "parallel_task" not in before_tasks
+    assert "  parallel_task main_par0(A, C) {\n    parallel for (i, 0, n) {\n" in full
 
 
 def test_a_pass_the_target_skips_stops_where_the_passes_before_it_left():

@@ -4,8 +4,8 @@ Takes a flattened PrimFunc (Allocate/Store/Load over flat Buffers, Ramp/Broadcas
 and gives the text of `i32 @name(ptr %buf..., <scalars>..., [ptr %bound_error])`, which
 returns 0, or -2 - 2k when heap buffer k (ModuleGen.heap_buffers) could not be allocated and
 -3 - 2k when it exceeds the int32 index range, or -1 when a run-time bounds check failed (the
-error record is an argument only when there are checks: bounds.py). Parallel loops are
-outlined onto GOMP_parallel (parallel.py); intrinsics and libm calls live in intrinsics.py,
+error record is an argument only when there are checks: bounds.py). The parallel_outline
+pass's tasks run on GOMP_parallel (parallel.py); intrinsics and libm calls live in intrinsics.py,
 the vector exp in exp.py, per-block value reuse in reuse.py. Imports llvmlite, te.dtype,
 te.errors, te.compute.expr, te.lower.ir, te.lower.arith and te.lower.visitor only: code
 generation reads the lowering floor's IR and never runs a pass itself.
@@ -87,7 +87,6 @@ class ModuleGen:
         self.index_limit = index_limit   # indices are int32, with headroom for split loops
         self.module = ir.Module(name=func.name)
         self.module.triple = llvm.get_process_triple()
-        self.n_outlined = 0
         self.fail_sites = 0  # the fail_if branches made so far
         self.heap_buffers: list[str] = []  # names, in status-code order
         self.checked_buffers = bounds.checked_buffers(func.body)  # names, in record order
@@ -332,15 +331,20 @@ class FuncGen(BlockValues):
     def stmt_For(self, s: tir.For) -> None:
         if s.kind == tir.THREAD_BINDING:
             refuse_thread_binding(s)
-        if s.kind == tir.PARALLEL and self.mod.parallel and not self.in_parallel:
-            par.emit_parallel_for(self, s)
-            return
         outer = self.nontemporal
         self.nontemporal = outer or tir.has_pragma(s, tir.NONTEMPORAL_STORE)
         try:
             self._emit_loop(s)
         finally:
             self.nontemporal = outer
+
+    def stmt_ParallelTask(self, s: tir.ParallelTask) -> None:
+        """The task's function and its run on the thread pool; without one (parallel=False)
+        the loop runs here, serially, as a parallel loop inside a task does."""
+        if self.mod.parallel and not self.in_parallel:
+            par.emit_parallel_task(self, s)
+        else:
+            self.stmt(s.loop)
 
     def _emit_loop(self, s: tir.For) -> None:
         """A loop that runs in this function (serial, unrolled or vectorized)."""

@@ -1,8 +1,9 @@
-"""Helpers of codegen_llvm: parallel-loop outlining and per-lane scalarization.
+"""Helpers of codegen_llvm: parallel tasks and per-lane scalarization.
 
-Takes the FuncGen of codegen_llvm (duck-typed, never imported here, so no cycle) and IR from
-te.lower.ir; gives the outlined `void @<name>_par<k>(ptr %closure)` run by GOMP_parallel, and
-lane k of a vector expression. Imports llvmlite, te.dtype, te.compute.expr, te.lower.ir.
+Takes the FuncGen of codegen_llvm (duck-typed, never imported here, so no cycle) and the
+ParallelTask nodes of te/lower/passes/parallel_outline.py, which say what each captures;
+gives the task's `void @<name>(ptr %closure)` run by GOMP_parallel, and lane k of a vector
+expression. Imports llvmlite, te.dtype, te.errors, te.compute.expr, te.lower.ir.
 """
 from __future__ import annotations
 
@@ -12,48 +13,12 @@ from llvmlite import ir
 
 from ... import dtype as dt
 from ...compute import expr as E
+from ...errors import BuildError
 from ...lower import ir as tir
-from ...lower.visitor import stmt_children
 
 PTR = ir.PointerType()
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
-
-
-def free_vars(s: tir.Stmt) -> list:
-    """Vars a statement reads (buffer data pointers included) but does not bind itself, in
-    first-use order. A loop var, let var or allocation bound inside is not free, even when
-    the same Var object is also bound outside (partitioned loops reuse their variables)."""
-    seen: dict = {}
-
-    def use(v, bound: frozenset):
-        if v not in bound:
-            seen.setdefault(v, None)
-
-    def visit_expr(e, bound: frozenset):
-        def one(node):
-            if isinstance(node, E.Var):
-                use(node, bound)
-            elif isinstance(node, tir.Load):
-                use(node.buffer.data, bound)
-        E.pre_order(e, one)
-
-    def visit(node, bound: frozenset):
-        if isinstance(node, tir.Store):
-            use(node.buffer.data, bound)
-        ex, st = stmt_children(node)
-        for x in ex:
-            visit_expr(x, bound)
-        if isinstance(node, tir.LetStmt):
-            bound = bound | {node.var}
-        elif isinstance(node, tir.For):
-            bound = bound | {node.loop_var}
-        elif isinstance(node, tir.Allocate):
-            bound = bound | {node.buffer.data}
-        for x in st:
-            visit(x, bound)
-    visit(s, frozenset())
-    return list(seen)
 
 
 # Each thread of a parallel loop claims chunks of about extent / (threads * this)
@@ -62,12 +27,18 @@ def free_vars(s: tir.Stmt) -> list:
 CHUNKS_PER_THREAD = 16
 
 
-def emit_parallel_for(gen, s: tir.For) -> None:
-    """Outline the body of parallel loop `s`; threads claim contiguous chunks of it."""
+def emit_parallel_task(gen, task: tir.ParallelTask) -> None:
+    """Task `task` as its function and a GOMP_parallel call passing it a closure of the
+    values it captures; threads claim contiguous chunks of its loop."""
     mod = gen.mod
     b = gen.b
+    s = task.loop
     lo, extent = gen.index_value(s.min), gen.index_value(s.extent)
-    captured = [v for v in free_vars(s.body) if v in gen.env and v is not s.loop_var]
+    captured = list(task.captured)
+    for v in captured:
+        if v not in gen.env:
+            raise BuildError(f"te.build: parallel task '{task.name}' captures '{v.name}', "
+                             f"which is not bound where the task starts")
     if mod.error_record is not None:  # where a failed bounds check in the body writes
         captured.append(mod.error_record)
     # Field 2, the status a failure in the body (a heap allocation, a bounds check) records
@@ -80,8 +51,7 @@ def emit_parallel_for(gen, s: tir.For) -> None:
         b.store(value, b.gep(closure, [I32(0), I32(k)], source_etype=closure_t))
 
     sites_before = mod.fail_sites
-    name = f"{mod.func.name}_par{mod.n_outlined}"
-    mod.n_outlined += 1
+    name = task.name
     body_fn = _outline_body(gen, s, name, captured, lo.type)
     fn = _new_function(mod, name, ir.VoidType(), [PTR], ["closure"], gen.fn)
     fn.args[0].add_attribute("nonnull")

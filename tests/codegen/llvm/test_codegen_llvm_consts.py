@@ -13,7 +13,7 @@ from te.codegen.llvm.codegen import codegen_llvm
 from te.compute import expr as E
 from te.lower import ir
 from te.lower.func import PrimFunc
-from test_codegen_llvm import buffer, compile_func, i32
+from llvm_helpers import buffer, compile_func, i32
 
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 

@@ -5,6 +5,7 @@ deterministic facts of the generated IR and x86 assembly.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -14,10 +15,11 @@ from runtime.checker import INDEX_LIMIT
 from te.compute import expr as E
 from te.lower import ir
 from te.lower.func import PrimFunc
+from te.lower.pipeline import outline_for_cpu
 from te.codegen.llvm.codegen import codegen_llvm
 
-from test_codegen_llvm import (RNG, assembly, binop, buffer, compile_func, i32,
-                               random_array)
+from llvm_helpers import (RNG, assembly, binop, buffer, compile_func, guarded_page_array, i32,
+                          random_array)
 
 
 def ramp(base: E.Expr, lanes: int, stride: int = 1) -> E.Ramp:
@@ -109,7 +111,6 @@ def test_vector_intrinsic_and_libm_scalarization():
 
 def test_vector_select_with_loads_is_lazy_per_lane():
     """out[i] = i >= 1 ? a[i - 1] : 0 with 8 lanes; lane 0 of the first vector reads a[-1]."""
-    from test_codegen_llvm import guarded_page_array
     n = 1024
     a, out = buffer("a", "float32", n), buffer("out", "float32", n)
     i = E.Var("i", "int32")
@@ -178,8 +179,31 @@ def parallel_func(rows: int, cols: E.Var, first: int = 0) -> PrimFunc:
     value = binop("add", binop("add", ir.Load("float32", a, t), E.Cast("float32", i)), scale)
     inner = ir.For(j, i32(0), cols, ir.SERIAL, ir.Store(out, t, value))
     outer = ir.For(i, i32(first), i32(rows - first), ir.PARALLEL, inner)
-    return PrimFunc("par", (a, out), (cols,),
-                       ir.LetStmt(scale, E.Const("float32", 0.5), outer))
+    return outline_for_cpu(PrimFunc("par", (a, out), (cols,),
+                                    ir.LetStmt(scale, E.Const("float32", 0.5), outer)))
+
+
+def test_a_parallel_task_captures_what_its_body_reads_from_outside():
+    task = parallel_func(5, E.Var("cols", "int32")).body.body
+    assert isinstance(task, ir.ParallelTask) and task.name == "par_par0"
+    # first-use order: the inner loop's extent, then the store, then its value
+    assert [v.name for v in task.captured] == ["cols", "out", "a", "scale"]
+
+
+def test_a_parallel_loop_that_is_no_task_runs_serially():
+    """The code generator outlines nothing itself: a parallel loop the parallel_outline
+    pass did not make a task (hand-built IR given to it directly) is an ordinary loop."""
+    rows, cols = 9, 8
+    f = parallel_func(rows, E.Var("cols", "int32"))
+    task = f.body.body
+    f = dataclasses.replace(f, body=dataclasses.replace(f.body, body=task.loop))
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
+    assert "GOMP_parallel" not in text
+    x = random_array("float32", rows * cols)
+    result = np.full(rows * cols, np.nan, "float32")
+    compile_func(f, parallel=False)(x, result, cols)
+    expected = x + np.repeat(np.arange(rows), cols).astype("float32") + 0.5
+    np.testing.assert_array_equal(result, expected)
 
 
 @pytest.mark.parametrize("parallel", [True, False])
@@ -231,7 +255,8 @@ def test_parallel_loop_counts_its_chunks_in_64_bits(dtype, extent):
     last = binop("sub", n, E.Const(dtype, 3))
     body = ir.IfThenElse(E.Binary("bool", "eq", i, last),
                          ir.Store(out, i32(0), E.Cast("int64", i)), None)
-    f = PrimFunc("count", (out,), (n,), ir.For(i, E.Const(dtype, 0), n, ir.PARALLEL, body))
+    f = outline_for_cpu(PrimFunc("count", (out,), (n,),
+                                 ir.For(i, E.Const(dtype, 0), n, ir.PARALLEL, body)))
     before = runtime.num_threads()
     runtime.set_num_threads(2)
     try:
@@ -258,7 +283,10 @@ def test_parallel_inside_serial_with_nested_parallel_and_local_alloc():
     body = ir.For(o, i32(0), i32(outer_n), ir.SERIAL,
                   ir.For(i, i32(0), i32(n), ir.PARALLEL,
                          ir.Allocate(tmp, i32(4), ir.seq(fill, store))))
-    f = PrimFunc("nested_par", (out,), (), body)
+    f = outline_for_cpu(PrimFunc("nested_par", (out,), (), body))
+    # one task, the outer parallel loop; the one inside it stays a loop
+    task = f.body.body
+    assert isinstance(task, ir.ParallelTask) and [v.name for v in task.captured] == ["o", "out"]
     text = codegen_llvm(f, index_limit=INDEX_LIMIT)
     assert text.count("call void @\"GOMP_parallel\"") == 1
     result = np.zeros(outer_n * n, "int64")

@@ -14,7 +14,7 @@ from te.lower import ir
 from te.lower.func import PrimFunc
 from te.codegen.llvm.codegen import codegen_llvm
 
-from test_codegen_llvm import binop, buffer, compile_func, i32
+from llvm_helpers import binop, buffer, compile_func, i32
 
 
 def _const_divisor_func(name: str, dtype: str, op: str, c: int, n: int) -> PrimFunc:

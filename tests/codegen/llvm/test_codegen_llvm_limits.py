@@ -6,7 +6,7 @@ and te.codegen.llvm.
 from __future__ import annotations
 
 import pytest
-from test_codegen_llvm import buffer, i32
+from llvm_helpers import buffer, i32
 
 import te
 from runtime.checker import INDEX_LIMIT

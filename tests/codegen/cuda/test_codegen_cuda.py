@@ -11,8 +11,8 @@ import shutil
 
 import numpy as np
 import pytest
-from helpers import (build_reference, np_softmax, rand_array, schedule_softmax_rows,
-                     softmax_graph)
+from helpers import (bind, build_reference, np_softmax, rand_array, run_emulated,
+                     schedule_softmax_rows, softmax_graph)
 
 import te
 from te.compute import expr as E
@@ -23,24 +23,10 @@ HAS_NVCC = shutil.which("nvcc") is not None
 needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="nvcc (CUDA toolkit) is not on PATH")
 
 
-def bind(s, stage_tensor, axis, factor, outer="blockIdx.x", inner="threadIdx.x"):
-    o, i = s[stage_tensor].split(axis, factor=factor)
-    s[stage_tensor].bind(o, te.thread_axis(outer))
-    s[stage_tensor].bind(i, te.thread_axis(inner))
-    return o, i
-
-
 def _buffer(name, size=32, dtype="float32", scope="global"):
     """A flat buffer for a hand-made function."""
     return ir.Buffer(name, dtype, (E.const(size),), (E.const(1),), E.Var(name, "handle"),
                      scope=scope)
-
-
-def run_emulated(mod, inputs, out_shapes, out_dtypes):
-    outs = [np.full(shape, np.nan if np.dtype(d).kind == "f" else 77, d)
-            for shape, d in zip(out_shapes, out_dtypes)]
-    mod.emulator()(*inputs, *outs)
-    return outs
 
 
 def test_elementwise_with_a_symbolic_size_and_a_tail_block():
