@@ -1,6 +1,6 @@
 """Parallel loops hand out their iterations in chunks that threads claim from a shared
 counter: every iteration runs, for any extent and thread count, including extents smaller
-than the thread count (a loop that does not start at 0: tests/lower/
+than the thread count (a loop that does not start at 0: tests/codegen/llvm/
 test_codegen_llvm_vector.py).
 
 Imports te, runtime, numpy and pytest.

@@ -1,7 +1,7 @@
 """LLVM constants of every integer width (te.dtype.wrap gives their two's complement form)
 and the folding of constant integer arithmetic in the LLVM code generator: the stored
 values equal numpy's. Takes hand-built PrimFuncs; imports te.lower.ir, te.compute.expr and
-the compile helpers of test_codegen_llvm.
+the compile helpers of tests/llvm_helpers.py.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """LLVM codegen: values reused within a basic block (value numbering, loads of an address
 already loaded or stored) and constant divisors, checked for results and for the IR text.
 
-Imports the helpers of test_codegen_llvm.
+Imports the helpers of tests/llvm_helpers.py.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """LLVM codegen of vectors, parallel loops, temporaries and unrolling (hand-built IR).
 
-Uses the MCJIT helpers of test_codegen_llvm.py; checks results against numpy and a few
+Uses the MCJIT helpers of tests/llvm_helpers.py; checks results against numpy and a few
 deterministic facts of the generated IR and x86 assembly.
 """
 from __future__ import annotations
