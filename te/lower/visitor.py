@@ -2,7 +2,7 @@
 
 Takes IR from ir.py, gives traversal: a Mutator rebuilds a node only when a child changed,
 so unchanged subtrees keep their identity. Subclasses override visit_<NodeName>. The walks
-keep their own stacks (run_frames, walk_stmts, the generic expression walks): statements
+keep their own stacks (run_frames, walk_stmts, walk_down, the expression walks): statements
 nest as deep as a schedule's stages and expressions as deep as the user wrote them, past
 Python's recursion limit. Imports ir.py and te.compute.expr.
 """

@@ -21,7 +21,7 @@ from .. import ir
 from ..func import PrimFunc
 from ..buffers import allocated_buffers, loaded_buffers, stored_buffers
 from ..printer import print_expr
-from ..visitor import stmt_children, walk_stmts
+from ..visitor import SKIP, stmt_children, walk_down, walk_stmts
 from .device_sync import (BLOCK_TAGS, check_barriers, check_in_place_updates,
                           check_memory_limits, filled_name, fills_shared_only, stage_name,
                           updated_buffers)
@@ -69,7 +69,7 @@ def split_host_device(func: PrimFunc, target) -> DevicePlan:
     for k, nest in enumerate(nests):
         name = f"{func.name}_kernel{k}"
         checker = _KernelChecker(allocated_buffers(nest, "shared"))
-        checker.visit(nest, ())
+        checker.visit(nest)
         if not checker.extents:
             if next(_loops(nest), None) is None:
                 raise BuildError(f"te.build: target 'cuda': stage '{stage_name(nest)}' has no "
@@ -115,23 +115,28 @@ def _launch_extent(tag: str, exprs: list, host_vars: set) -> E.Expr:
 
 def _collect_top(s: ir.Stmt, temporaries: list, nests: list) -> None:
     """Top-level sequences and global Allocates stay on the host; the rest are kernels."""
+    for _ in walk_down(s, None, lambda x, _: _host_or_kernel(x, temporaries, nests)):
+        pass
+
+
+def _host_or_kernel(s: ir.Stmt, temporaries: list, nests: list):
+    """None to walk on into a host statement (a sequence, a global allocation); SKIP after
+    taking a kernel nest, or a cache hint, which means nothing to a GPU."""
     if isinstance(s, ir.SeqStmt):
-        for x in s.stmts:
-            _collect_top(x, temporaries, nests)
-    elif isinstance(s, ir.Allocate) and s.buffer.scope == "global":
+        return None
+    if isinstance(s, ir.Allocate) and s.buffer.scope == "global":
         temporaries.append((s.buffer, s.extent))
-        _collect_top(s.body, temporaries, nests)
-    elif isinstance(s, ir.Allocate):
+        return None
+    if isinstance(s, ir.Allocate):
         where = ("per block: compute_at it inside the block's loops (below every loop bound "
                  "to blockIdx)" if s.buffer.scope == "shared" else
                  "per thread: compute_at it at a loop bound to threadIdx")
         raise BuildError(f"te.build: target 'cuda': stage '{s.buffer.name}' has scope "
                          f"'{s.buffer.scope}' but is computed at the root, outside every "
                          f"kernel; that memory exists {where}, or use scope 'global'")
-    elif isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Prefetch):
-        pass  # a cache hint means nothing to a GPU
-    else:
+    if not (isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Prefetch)):
         nests.append(s)
+    return SKIP
 
 
 class _KernelChecker:
@@ -150,9 +155,16 @@ class _KernelChecker:
         self.shared = shared      # ... of those, the block's shared buffers
         self.vars: set = set()
 
-    def visit(self, s: ir.Stmt, bound: tuple, in_fill: str = "") -> None:
-        """`bound`: (tag, loop name) of the thread-bound loops around `s`; `in_fill`: the
-        shared stage whose fill `s` is part of ("" if none)."""
+    def visit(self, nest: ir.Stmt) -> None:
+        """Check kernel nest `nest` and note what it uses."""
+        for _ in walk_down(nest, ((), ""), self._step):
+            pass
+
+    def _step(self, s: ir.Stmt, state: tuple) -> tuple:
+        """Check `s` itself; gives what the statements inside it see. `state`: (the
+        (tag, loop name) of the thread-bound loops around `s`, the shared stage whose fill
+        `s` is part of ("" if none))."""
+        bound, in_fill = state
         if not in_fill and not isinstance(s, (ir.Store, ir.Evaluate)) and self._cooperative(s):
             in_fill = filled_name(s)
             _refuse_fills_reading_each_other(s)
@@ -191,11 +203,9 @@ class _KernelChecker:
             raise BuildError("te.build: target 'cuda' needs a flattened function (te.lower)")
         if isinstance(s, ir.Store):
             self.buffers.setdefault(s.buffer.data, s.buffer)
-        exprs, stmts = stmt_children(s)
-        for x in exprs:
+        for x in stmt_children(s)[0]:
             E.pre_order(x, self._visit_expr)
-        for x in stmts:
-            self.visit(x, bound, in_fill)
+        return bound, in_fill
 
     def _thread_loop(self, s: ir.For, bound: tuple) -> None:
         if s.thread_tag not in GRID_TAGS + BLOCK_TAGS:

@@ -16,7 +16,7 @@ from ...errors import BuildError
 from .. import ir
 from ..buffers import allocated_buffers, stored_buffers
 from ..printer import print_expr
-from ..visitor import stmt_children, walk_stmts
+from ..visitor import SKIP, walk_down, walk_stmts
 
 BLOCK_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 MAX_SHARED_BYTES = 48 * 1024         # static __shared__ per block
@@ -72,22 +72,27 @@ def stage_name(s: ir.Stmt) -> str:
     return "?"
 
 
-def check_barriers(part, s: ir.Stmt, thread_vars: set = frozenset(),
-                   divergent: str = "") -> None:
-    """Every thread of a block must reach each barrier (around a shared fill): none may sit
-    under a condition, a guarded thread loop, or a loop whose trip count varies by thread.
-    `divergent` names what makes the current position thread-dependent ("" if nothing)."""
-    if isinstance(s, ir.SeqStmt):
-        for x in s.stmts:
-            if not part.is_shared_fill(x):
-                check_barriers(part, x, thread_vars, divergent)
-            elif divergent:   # no barrier goes inside a fill: only around it
-                raise BuildError(f"te.build: target 'cuda': the barrier around shared stage "
-                                 f"'{stage_name(x)}' would sit under {divergent}, which not "
-                                 f"every thread of the block reaches; give the loops bound "
-                                 f"to one thread axis the same extent, and split so that the "
-                                 f"shared stage's attach loop needs no bound check")
-        return
+def check_barriers(part, s: ir.Stmt) -> None:
+    """Every thread of a block must reach each barrier (around a shared fill in a
+    sequence): none may sit under a condition, a guarded thread loop, or a loop whose trip
+    count varies by thread."""
+    for _ in walk_down(s, (frozenset(), "", False), lambda x, state: _barriers(part, x, state)):
+        pass
+
+
+def _barriers(part, s: ir.Stmt, state: tuple):
+    """What the statements inside `s` see, from what `s` sees: (the Vars that differ
+    between the threads of one block, what makes the position thread-dependent ("" if
+    nothing), whether the statement is an item of a sequence); SKIP inside a fill."""
+    thread_vars, divergent, in_sequence = state
+    if in_sequence and part.is_shared_fill(s):
+        if divergent:   # no barrier goes inside a fill: only around it
+            raise BuildError(f"te.build: target 'cuda': the barrier around shared stage "
+                             f"'{stage_name(s)}' would sit under {divergent}, which not "
+                             f"every thread of the block reaches; give the loops bound "
+                             f"to one thread axis the same extent, and split so that the "
+                             f"shared stage's attach loop needs no bound check")
+        return SKIP
 
     def varies(x) -> bool:   # differs between the threads of one block
         return any(v in thread_vars for v in E.free_vars(x))
@@ -102,50 +107,60 @@ def check_barriers(part, s: ir.Stmt, thread_vars: set = frozenset(),
         divergent = f"the condition ({print_expr(s.cond)})"
     elif isinstance(s, ir.LetStmt) and varies(s.value):
         thread_vars = thread_vars | {s.var}
-    for x in stmt_children(s)[1]:
-        check_barriers(part, x, thread_vars, divergent)
+    return thread_vars, divergent, isinstance(s, ir.SeqStmt)
 
 
-def check_in_place_updates(part, s: ir.Stmt, path: tuple = ()) -> None:
+def check_in_place_updates(part, s: ir.Stmt) -> None:
     """A buffer the kernel both reads and writes (a reduction updated in place) must have
     its elements split among all the threads that run the update: a thread axis of the
     launch that the update's loops do not bind runs it again, at the same time, on the same
-    elements. `path`: ("loop", tag) and ("alloc", data Var) items from the kernel's top."""
-    if isinstance(s, ir.Store) and s.buffer.data in part.updated:
-        shared = s.buffer.data in part.shared
-        if shared:   # one copy per block: only the loops inside its allocation split it
-            start = max(k for k, (kind, what) in enumerate(path)
-                        if kind == "alloc" and what is s.buffer.data)
-            tags = {item[1] for item in path[start:] if item[0] == "loop"}
-        else:
-            tags = {item[1] for item in path if item[0] == "loop"}
-        needed = {t for t, x in part.extents.items()
-                  if not (isinstance(x, E.Const) and int(x.value) == 1)
-                  and (t in BLOCK_TAGS or not shared)}
-        missing = sorted(needed - tags)
-        if missing:
-            raise BuildError(f"te.build: target 'cuda': stage '{s.buffer.name}' is updated in "
-                             f"place (a reduction), and the threads along "
-                             f"{', '.join(missing)} would all update the same elements at "
-                             f"once; bind its loops to {', '.join(missing)} too, or compute "
-                             f"it per thread (cache_write with scope 'local' at the thread "
-                             f"loop)")
-        return
+    elements."""
+    # the path from the kernel's top: ("loop", tag) and ("alloc", data Var) items
+    for node, path in walk_down(s, (), _path_step):
+        if isinstance(node, ir.Store) and node.buffer.data in part.updated:
+            _check_in_place_update(part, node, path)
+
+
+def _path_step(s: ir.Stmt, path: tuple) -> tuple:
     if isinstance(s, ir.For) and s.kind == ir.THREAD_BINDING:
-        path = path + (("loop", s.thread_tag),)
-    elif isinstance(s, ir.Allocate):
-        path = path + (("alloc", s.buffer.data),)
-    for x in stmt_children(s)[1]:
-        check_in_place_updates(part, x, path)
+        return path + (("loop", s.thread_tag),)
+    if isinstance(s, ir.Allocate):
+        return path + (("alloc", s.buffer.data),)
+    return path
+
+
+def _check_in_place_update(part, s: ir.Store, path: tuple) -> None:
+    shared = s.buffer.data in part.shared
+    if shared:   # one copy per block: only the loops inside its allocation split it
+        start = max(k for k, (kind, what) in enumerate(path)
+                    if kind == "alloc" and what is s.buffer.data)
+        tags = {item[1] for item in path[start:] if item[0] == "loop"}
+    else:
+        tags = {item[1] for item in path if item[0] == "loop"}
+    needed = {t for t, x in part.extents.items()
+              if not (isinstance(x, E.Const) and int(x.value) == 1)
+              and (t in BLOCK_TAGS or not shared)}
+    missing = sorted(needed - tags)
+    if missing:
+        raise BuildError(f"te.build: target 'cuda': stage '{s.buffer.name}' is updated in "
+                         f"place (a reduction), and the threads along "
+                         f"{', '.join(missing)} would all update the same elements at "
+                         f"once; bind its loops to {', '.join(missing)} too, or compute "
+                         f"it per thread (cache_write with scope 'local' at the thread "
+                         f"loop)")
 
 
 def _live_local_bytes(s: ir.Stmt) -> int:
     """The most bytes of per-thread arrays alive at once: nested allocations add up,
-    allocations in sequence do not."""
-    inner = max((_live_local_bytes(x) for x in stmt_children(s)[1]), default=0)
+    allocations in sequence do not (the largest sum along one path from s down)."""
+    return max(_add_local(node, live) for node, live in walk_down(s, 0, _add_local))
+
+
+def _add_local(s: ir.Stmt, live: int) -> int:
+    """The bytes of per-thread arrays alive inside `s`, given those alive around it."""
     if isinstance(s, ir.Allocate) and s.buffer.scope != "shared":
-        return inner + int(s.extent.value) * np.dtype(s.buffer.dtype).itemsize
-    return inner
+        return live + int(s.extent.value) * np.dtype(s.buffer.dtype).itemsize
+    return live
 
 
 def check_memory_limits(kernel_name: str, s: ir.Stmt) -> None:
