@@ -1,4 +1,4 @@
-"""The one statement walker (te.lower.visitor.walk_stmts, pre_order_exprs) and the walks
+"""The one statement walker (te.lower.visitor.walk_stmts, pre_order_exprs, walk_down) and the walks
 built on it: program order, and nests deeper than Python recurses. Takes hand-built loop
 IR; imports te.lower.{ir,visitor,buffers,passes.device_sync,passes.loop_partition} and
 te.codegen.llvm.codegen.
@@ -18,7 +18,7 @@ from te.lower.func import PrimFunc
 from te.lower.buffers import loaded_buffers, stored_buffers
 from te.lower.passes.device_sync import filled_name, stage_name
 from te.lower.passes.loop_partition import _guards_and_ranges
-from te.lower.visitor import pre_order_exprs, walk_stmts
+from te.lower.visitor import SKIP, pre_order_exprs, walk_down, walk_scoped, walk_stmts
 
 DEEP = sys.getrecursionlimit() * 3
 
@@ -122,3 +122,26 @@ def test_loop_partition_collects_guards_under_deep_nests():
     _guards_and_ranges(deep_nest(leaf), guards, ranges, unsafe)
     assert guards == [cond]
     assert set(ranges) == {i} and len(unsafe) == DEEP
+
+
+def test_walk_down_carries_a_state_down_each_path_and_skips_on_request():
+    """Each statement sees what its path gives; SKIP leaves a statement's children out."""
+    out = buffer("out")
+    store = ir.Store(out, i32(0), E.Const("float32", 1.0))
+    hidden = ir.Store(out, i32(1), E.Const("float32", 2.0))
+    inner = loop("j", store)
+    skipped = loop("k", hidden)
+    s = loop("i", ir.seq(inner, skipped))
+
+    def depth(node, d):
+        return SKIP if isinstance(node, ir.For) and node.loop_var.name == "k" else d + 1
+    seen = [(type(n).__name__, d) for n, d in walk_down(s, 0, depth)]
+    assert seen == [("For", 0), ("SeqStmt", 1), ("For", 2), ("Store", 3), ("For", 2)]
+
+
+def test_walk_scoped_knows_the_variables_around_each_statement_even_when_deep():
+    leaf = ir.Store(buffer("out"), i32(0), E.Const("float32", 1.0))
+    nest = deep_nest(leaf)
+    bound = {n: b for n, b in walk_scoped(nest)}
+    assert len(bound[leaf]) == DEEP and bound[nest] == frozenset()
+    assert nest.var in bound[leaf] and nest.var not in bound[nest]
