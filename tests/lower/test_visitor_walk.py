@@ -1,7 +1,7 @@
-"""The one statement walker (te.lower.visitor.walk_stmts, pre_order_exprs, walk_down) and the walks
-built on it: program order, and nests deeper than Python recurses. Takes hand-built loop
-IR; imports te.lower.{ir,visitor,buffers,passes.device_sync,passes.loop_partition} and
-te.codegen.llvm.codegen.
+"""The one statement walker (te.lower.visitor.walk_stmts, pre_order_exprs, walk_down) and
+the walks built on it: program order, and nests deeper than Python recurses. Takes
+hand-built loop IR; imports te.lower.{ir,visitor,buffers,passes.device_sync,
+passes.loop_partition} and te.codegen.llvm.codegen.
 """
 from __future__ import annotations
 
