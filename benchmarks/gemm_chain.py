@@ -4,7 +4,8 @@ Takes sizes (M, N, K); gives CHAIN, an ordered list of (name, builder) where eac
 returns (schedule, [A, B, C]) for C = A @ B in float32, and best_matmul(), the fastest hand
 schedule (a register-blocked micro-kernel over packed panels). Each step adds one idea to the
 one before it, following TVM's tutorial. Imports te, and llvmlite for the host's vector
-width; used by benchmarks/run.py and, later, by the tutorial notebook.
+width; used by benchmarks/run.py (tutorials/05_optimize_gemm_cpu.ipynb writes the same steps
+out in its own cells, for a reader).
 """
 from __future__ import annotations
 

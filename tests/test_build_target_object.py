@@ -7,6 +7,7 @@ import pytest
 import te
 from runtime import checker
 from runtime import cuda as rt_cuda
+from te.schedule import stage as te_stage
 from te.target import parse_target, target_features
 
 
@@ -36,6 +37,9 @@ def test_parsed_once_into_a_frozen_target():
 def test_the_numbers_are_runtimes():
     cpu = parse_target("llvm")
     assert cpu.index_limit == checker.INDEX_LIMIT
+    # a symbolic split is recorded before any target exists; the headroom it assumes is
+    # what the call-time limit leaves below 2**31
+    assert te_stage._SYMBOLIC_HEADROOM == 2**31 - checker.INDEX_LIMIT
     assert cpu.c_types is None and cpu.max_threads_per_block is None
     assert cpu.features == target_features("llvm")
     gpu = parse_target("cuda -arch=sm_80")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..compute import expr as E
+from ..compute.api import thread_axis
 from ..compute.expr import Reduce, TensorLoad, Var
 from ..compute.tensor import DATA_PAR, REDUCE, ComputeOp, IterVar, Range, Tensor
 from ..errors import ScheduleError
@@ -266,7 +267,6 @@ def _apply_one(sch: Schedule, step) -> None:
         {"vectorized": st.vectorize, "unrolled": st.unroll,
          "parallel": st.parallel}[step.kind](_axis(st, step.axis))
     elif isinstance(step, S.Bind):
-        from ..compute.api import thread_axis
         st.bind(_axis(st, step.axis), thread_axis(step.thread_tag))
     elif isinstance(step, S.ComputeAt):
         parent = _stage(sch, step.parent)

@@ -74,7 +74,10 @@ def loop_dtype(dtype: str, iterations: int) -> str | None:
 
 
 # The call-time checker keeps sizes below 2**31 - 2**20 (runtime.checker.INDEX_LIMIT), so
-# a symbolic extent split by up to this much pads to fewer than 2**31 iterations.
+# a symbolic extent split by up to this much pads to fewer than 2**31 iterations. A split
+# is recorded before any target exists, so this cannot come from Target.index_limit, and
+# the schedule layer may not import runtime: tests/test_build_target_object.py holds the
+# two equal.
 _SYMBOLIC_HEADROOM = 2**20
 
 
