@@ -1,4 +1,5 @@
-"""Command line: `python -m graph show model.onnx` prints the imported graph;
+"""Command line: `python -m graph show model.onnx` prints the imported graph and the fused
+groups that level O1 compiles (one line each: the ops, the output value);
 `python -m graph run model.onnx --level O0` compiles it, runs it on seeded random inputs,
 prints each output's shape and range, the compile and run times and the per-step profile,
 and the largest difference from onnxruntime when onnxruntime is installed.
@@ -13,6 +14,8 @@ import time
 import numpy as np
 
 import graph
+from graph.fuse import fuse
+from graph.passes import optimize
 
 
 def _shape_arg(text: str) -> tuple:
@@ -41,6 +44,17 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument("--level", default="O0", help="compile level (default O0)")
             c.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     return p
+
+
+def _fused_groups(g) -> str:
+    """The O1 groups of g (after graph.passes.optimize), as `print(module)` lists them."""
+    groups = fuse(optimize(g))
+    lines = [f"fused groups at O1 ({len(groups)}, {sum(not gr.is_view for gr in groups)} "
+             f"kernels) {{"]
+    for gr in groups:
+        outs = ", ".join(f"%{v.name}: {v.type_str}" for v in gr.outputs)
+        lines.append(f"  {'view' if gr.is_view else 'kernel'}: {', '.join(gr.ops)} -> {outs}")
+    return "\n".join(lines + ["}"])
 
 
 def _random_feeds(g, seed: int) -> dict:
@@ -74,6 +88,7 @@ def main(argv=None) -> int:
         g = graph.from_onnx(args.model, shapes=dict(args.shape))
         if args.command == "show":
             print(g)
+            print(_fused_groups(g))
             return 0
         start = time.perf_counter()
         m = graph.compile(g, level=args.level)

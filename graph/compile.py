@@ -1,16 +1,22 @@
 """graph.compile: a Graph -> a runnable Module at a compile level.
 
-O0: the graph as it is, one kernel per node, run node by node from Python; nodes with the
-same workload share one compiled kernel. Imports graph.{errors,executor,ir,kernels}.
+O0: the graph as it is, one kernel per node, run node by node from Python.
+O1: the graph passes (graph.passes.optimize), then fusion (graph.fuse), then one kernel per
+fused group; a group of one reshape runs as a view (no kernel, no copy).
+At both levels identical workloads share one compiled kernel.
+Imports graph.{errors,executor,fuse,group_kernels,ir,kernels,passes}.
 """
 from __future__ import annotations
 
 from .errors import GraphError
-from .executor import Module
+from .executor import Module, Step
+from .fuse import fuse
+from .group_kernels import compile_group
 from .ir import Graph
 from .kernels import compile_node
+from .passes import optimize
 
-LEVELS = ("O0",)
+LEVELS = ("O0", "O1")
 TARGETS = ("llvm",)
 
 
@@ -24,5 +30,22 @@ def compile(g: Graph, level: str = "O0", target: str = "llvm") -> Module:  # noq
         raise GraphError(f"graph.compile: target must be one of {list(TARGETS)} (with "
                          f"options), got {target!r}")
     cache: dict = {}
-    steps = [(node, compile_node(node, target, cache)) for node in g.nodes]
-    return Module(g, steps, level, target)
+    if level == "O0":
+        steps = [_node_step(node, compile_node(node, target, cache)) for node in g.nodes]
+        return Module(g, steps, level, target)
+    opt = optimize(g)
+    steps = [_group_step(group, None if group.is_view else compile_group(group, target, cache))
+             for group in fuse(opt)]
+    return Module(opt, steps, level, target)
+
+
+def _node_step(node, kernel) -> Step:
+    return Step(kernel, tuple(node.inputs), tuple(node.outputs), (node.op,), node.name,
+                f"{kernel.name}: {node}")
+
+
+def _group_step(group, kernel) -> Step:
+    outs = ", ".join(f"%{v.name}: {v.type_str}" for v in group.outputs)
+    name = kernel.name if kernel is not None else "view"
+    return Step(kernel, tuple(group.inputs), tuple(group.outputs), tuple(group.ops),
+                group.outputs[0].name, f"{name}: {', '.join(group.ops)} -> {outs}")

@@ -1,8 +1,10 @@
 """Running a compiled graph from Python: check the feeds, call each step's kernel in order.
 
-A Module holds the graph and, per node, its Kernel; run(feeds) returns the outputs in the
-graph's order, run(feeds, keep=True) every value by name (to find the first node that
-differs from a reference). Imports numpy and graph.{errors,ir}.
+A Module holds the graph and its Steps: at O0 one per node, at O1 one per fused group (a
+kernel computing the group's output value, or a view: a reshape of its input that copies
+nothing). run(feeds) returns the outputs in the graph's order, run(feeds, keep=True) every
+value that exists by name (to find the first step that differs from a reference).
+Imports numpy and graph.{errors,ir}.
 """
 from __future__ import annotations
 
@@ -15,29 +17,53 @@ from .errors import FeedError
 from .ir import Graph, format_dim
 
 
+@dataclass
+class Step:
+    """One step of a Module: `kernel` (None for a view) reads `inputs`, writes `outputs`;
+    `ops` are the ops it runs (one at O0, the fused group's at O1)."""
+    kernel: object
+    inputs: tuple
+    outputs: tuple
+    ops: tuple
+    name: str   # the node's name, or the fused group's output value's
+    text: str   # its line in str(Module)
+
+    @property
+    def kernel_name(self) -> str:
+        return self.kernel.name if self.kernel is not None else "view"
+
+
 class Module:
     """What graph.compile returns: `run`, and `str()` listing the kernels in order."""
 
     def __init__(self, graph: Graph, steps: list, level: str, target: str):
         self.graph = graph
-        self.steps = steps  # [(node, Kernel)] in execution order
+        self.steps = steps  # [Step] in execution order
+        # the values whose memory is a feed's or a constant's: those and views of them
+        self._aliased = {id(v) for v in list(graph.inputs) + list(graph.constants)}
+        for step in steps:
+            if step.kernel is None and id(step.inputs[0]) in self._aliased:
+                self._aliased.add(id(step.outputs[0]))
         self.level = level
         self.target = target
 
     @property
     def num_kernels(self) -> int:
         """How many distinct kernels were compiled (identical workloads share one)."""
-        return len({id(k) for _, k in self.steps})
+        return len({id(s.kernel) for s in self.steps if s.kernel is not None})
 
     def run(self, feeds: dict, keep: bool = False):
         """The outputs (a list of numpy arrays in the graph's output order); with keep=True
-        a dict of every input, constant and node output by value name, in graph order."""
+        a dict by value name, in graph order, of the values that exist: every input and
+        constant, and each step's outputs (at O0 every node's output; at O1 the fused
+        groups' outputs only, the values inside a group never exist in memory)."""
         env = self._execute(self._check(feeds))
         if keep:
-            return {v.name: env[id(v)] for v in self.graph.values()}
-        # an output that is a graph input or a constant is copied: the caller owns the
-        # result, and must neither see its feed aliased nor be able to change a constant
-        return [env[id(v)] if v.node is not None else np.array(env[id(v)])
+            return {v.name: env[id(v)] for v in self.graph.values() if id(v) in env}
+        # an output that is a graph input or a constant (or a view of one) is copied: the
+        # caller owns the result, and must neither see its feed aliased nor be able to
+        # change a constant
+        return [np.array(env[id(v)]) if id(v) in self._aliased else env[id(v)]
                 for v in self.graph.outputs]
 
     def profile(self, feeds: dict, repeat: int = 5) -> "Profile":
@@ -49,19 +75,22 @@ class Module:
         times = [[] for _ in self.steps]
         for _ in range(repeat):
             self._execute(inputs, times)
-        return Profile([(kernel.name, node.op, node.name, float(np.median(t)))
-                        for (node, kernel), t in zip(self.steps, times)])
+        return Profile([(step.kernel_name, "+".join(step.ops), step.name,
+                         float(np.median(t))) for step, t in zip(self.steps, times)])
 
     def _execute(self, inputs: list, times: list | None = None) -> dict:
         env = {id(c): c.data for c in self.graph.constants}
         env.update((id(v), a) for v, a in zip(self.graph.inputs, inputs))
-        for k, (node, kernel) in enumerate(self.steps):
-            args = [env[id(v)] for v in node.inputs]
+        for k, step in enumerate(self.steps):
+            args = [env[id(v)] for v in step.inputs]
             start = time.perf_counter()
-            outs = kernel(*args)
+            if step.kernel is None:  # a view: the same memory in the output's shape
+                outs = [args[0].reshape(step.outputs[0].shape)]
+            else:
+                outs = step.kernel(*args)
             if times is not None:
                 times[k].append(time.perf_counter() - start)
-            for v, a in zip(node.outputs, outs):
+            for v, a in zip(step.outputs, outs):
                 env[id(v)] = a.reshape(v.shape)
         return env
 
@@ -93,7 +122,7 @@ class Module:
     def __str__(self) -> str:
         lines = [f"module {self.graph.name} (level {self.level}, target {self.target}, "
                  f"{len(self.steps)} steps, {self.num_kernels} kernels) {{"]
-        lines += [f"  {kernel.name}: {node}" for node, kernel in self.steps]
+        lines += [f"  {step.text}" for step in self.steps]
         return "\n".join(lines + ["}"])
 
 
@@ -108,10 +137,14 @@ class Profile:
 
     def __str__(self) -> str:
         total = self.total or 1.0
+        kw = max([len(r[0]) for r in self.rows] + [18])
+        ow = max([len(r[1]) for r in self.rows] + [18])
         width = max([len(r[2]) for r in self.rows] + [4])
-        lines = [f"{'kernel':<18} {'ops':<18} {'node':<{width}} {'time (us)':>10} {'share':>6}"]
+        lines = [f"{'kernel':<{kw}} {'ops':<{ow}} {'node':<{width}} {'time (us)':>10} "
+                 f"{'share':>6}"]
         for kernel, ops, node, t in self.rows:
-            lines.append(f"{kernel:<18} {ops:<18} {node:<{width}} {t * 1e6:>10.1f} "
+            lines.append(f"{kernel:<{kw}} {ops:<{ow}} {node:<{width}} {t * 1e6:>10.1f} "
                          f"{100 * t / total:>5.1f}%")
-        lines.append(f"{'total':<18} {'':<18} {'':<{width}} {self.total * 1e6:>10.1f} 100.0%")
+        lines.append(f"{'total':<{kw}} {'':<{ow}} {'':<{width}} {self.total * 1e6:>10.1f} "
+                     f"100.0%")
         return "\n".join(lines)

@@ -41,14 +41,23 @@ def compile_node(node, target: str, cache: dict) -> Kernel:
 
 
 def _build(node, target: str, name: str) -> Kernel:
-    for v in list(node.inputs) + list(node.outputs):
+    check_static(list(node.inputs) + list(node.outputs))
+    opdef = OPS[node.op]
+    ins, outs = build_compute(opdef, [(v.dtype, v.shape) for v in node.inputs], node.attr)
+    return build_kernel(name, opdef.schedule, ins, outs, target)
+
+
+def check_static(values) -> None:
+    for v in values:
         if any(not isinstance(d, int) for d in v.shape):
             raise GraphError(f"graph.compile: value '{v.name}' has symbolic shape "
                              f"{v.type_str}; compile needs constant shapes (give them with "
                              f"from_onnx(..., shapes=...) or graph.input)")
-    opdef = OPS[node.op]
-    ins, outs = build_compute(opdef, [(v.dtype, v.shape) for v in node.inputs], node.attr)
-    sch, args = schedule(opdef.schedule, outs, ins + outs)
+
+
+def build_kernel(name: str, family: str, ins: list, outs: list, target: str) -> Kernel:
+    """Schedule the compute `ins` -> `outs` by `family` (graph.schedule) and build it."""
+    sch, args = schedule(family, outs, ins + outs)
     try:
         func = te.build(sch, args, target=target, name=name)
     except te.LoweringError:

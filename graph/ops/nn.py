@@ -60,6 +60,10 @@ def gemm(ins, alpha, beta, trans_a, trans_b):
     return out
 
 
+# softmax, log_softmax and layer_norm are reductions along rows followed by elementwise
+# stages: as COMM_REDUCE their elementwise producers (an attention's scale and mask, a
+# residual add) fuse in front of them, and the automatic space's row-reduction policy
+# schedules the whole (te.autotune.row_reduction). lrn and instance_norm stay opaque.
 OPS = {op.name: op for op in (
     OpDef("conv2d", Pattern.OUT_ELEMWISE_FUSABLE, conv2d, (2, 3), schedule="conv2d",
           doc="2-d convolution, NCHW, groups and dilation, optional bias"),
@@ -81,17 +85,17 @@ OPS = {op.name: op for op in (
           lambda ins, size, alpha, beta, bias: topi.lrn(ins[0], size, alpha, beta, bias,
                                                         name="lrn"),
           doc="local response normalization across channels"),
-    OpDef("softmax", Pattern.OPAQUE,
+    OpDef("softmax", Pattern.COMM_REDUCE,
           lambda ins, axis: topi.softmax(ins[0], axis, name="softmax"),
           doc="softmax along one axis"),
-    OpDef("log_softmax", Pattern.OPAQUE,
+    OpDef("log_softmax", Pattern.COMM_REDUCE,
           lambda ins, axis: topi.log_softmax(ins[0], axis, name="log_softmax"),
           doc="log of softmax along one axis, without forming the softmax"),
     OpDef("instance_norm", Pattern.OPAQUE,
           lambda ins, epsilon: topi.instance_norm(*ins, epsilon=epsilon,
                                                   name="instance_norm"), (3, 3),
           doc="normalization over the spatial axes of each (batch, channel)"),
-    OpDef("layer_norm", Pattern.OPAQUE,
+    OpDef("layer_norm", Pattern.COMM_REDUCE,
           lambda ins, axis, epsilon: topi.layer_norm(*ins, axis=axis, epsilon=epsilon,
                                                      name="layer_norm"), (3, 3),
           doc="layer normalization over the trailing axes from `axis`"),

@@ -24,6 +24,36 @@ def test_show_prints_the_graph(model_path, capsys):
     assert out[2].startswith("  %out0: float32[1, 4, 9, 7] = conv2d(%in0, %in1; ")
 
 
+@pytest.fixture
+def conv_relu_path(tmp_path):
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 9, 7])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
+    w = onnx.numpy_helper.from_array(rand(4, 3, 3, 3), "w")
+    nodes = [onnx.helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             onnx.helper.make_node("Relu", ["c"], ["y"])]
+    model = onnx.helper.make_model(onnx.helper.make_graph(nodes, "cr", [x], [y], [w]),
+                                   opset_imports=[onnx.helper.make_opsetid("", 13)])
+    path = tmp_path / "conv_relu.onnx"
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_show_prints_the_fused_groups(conv_relu_path, capsys):
+    assert main(["show", conv_relu_path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    k = out.index("fused groups at O1 (1, 1 kernels) {")
+    assert out[k + 1:] == ["  kernel: conv2d, relu -> %y: float32[1, 4, 9, 7]", "}"]
+
+
+def test_run_at_o1_runs_the_fused_kernel(conv_relu_path, capsys):
+    assert main(["run", conv_relu_path, "--level", "O1"]) == 0
+    out = capsys.readouterr().out
+    assert "compiled at O1 in " in out and "1 steps, 1 kernels" in out
+    assert "conv2d+relu" in out
+    diff = float(re.search(r"max \|ours - onnxruntime\| per output: (\S+)", out).group(1))
+    assert diff < 1e-4
+
+
 def test_run_compiles_runs_profiles_and_compares(model_path, capsys):
     assert main(["run", model_path, "--level", "O0", "--seed", "3"]) == 0
     out = capsys.readouterr().out
@@ -36,7 +66,7 @@ def test_run_compiles_runs_profiles_and_compares(model_path, capsys):
 
 def test_errors(model_path, capsys):
     assert main(["run", model_path, "--level", "O7"]) == 2
-    assert "error: graph.compile: level must be one of ['O0'], got 'O7'" in \
+    assert "error: graph.compile: level must be one of ['O0', 'O1'], got 'O7'" in \
         capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["show", model_path, "--shape", "in0"])

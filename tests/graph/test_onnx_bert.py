@@ -1,7 +1,9 @@
 """A BERT-base encoder layer (hidden 768, 12 heads, FFN 3072, sequence 128, GELU through
-Erf, LayerNormalization) built with onnx.helper, at O0 against onnxruntime: the layer's
-output and the attention probabilities within 1e-3 * max(1, max|ref|)."""
+Erf, LayerNormalization) built with onnx.helper, at O0 and O1 against onnxruntime: the
+layer's output and the attention probabilities within 1e-3 * max(1, max|ref|); at O1 the
+attention's scale + mask + softmax is one kernel, as are the FFN's matmul + bias + GELU."""
 import numpy as np
+import pytest
 from onnx_cases import ort  # first: skips this module where onnx or onnxruntime is absent
 
 import graph
@@ -9,7 +11,8 @@ from bert_layer import bert_layer
 from onnx import TensorProto, helper
 
 
-def test_bert_layer_matches_onnxruntime_at_o0():
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_bert_layer_matches_onnxruntime(level):
     model, feeds = bert_layer()
     model.graph.output.append(helper.make_tensor_value_info("probs", TensorProto.FLOAT, None))
     refs = ort.InferenceSession(model.SerializeToString(),
@@ -17,9 +20,16 @@ def test_bert_layer_matches_onnxruntime_at_o0():
     g = graph.from_onnx(model)
     assert [v.type_str for v in g.outputs] == ["float32[1, 128, 768]",
                                                "float32[1, 12, 128, 128]"]
-    outs = graph.compile(g).run(feeds)
+    m = graph.compile(g, level=level)
+    outs = m.run(feeds)
     for out, ref in zip(outs, refs):
         err = float(np.abs(out - ref).max())
         assert err <= 1e-3 * max(1.0, float(np.abs(ref).max())), err
     # the mask reached the scores: the padded tail gets no attention
     assert float(outs[1][..., 112:].max()) < 1e-6
+    if level == "O1":
+        launched = sum(s.kernel is not None for s in m.steps)
+        assert launched < len(g.nodes) and m.num_kernels < len({n.workload() for n in g.nodes})
+        fused = [s.ops for s in m.steps]
+        assert any(ops[-1] == "softmax" and {"add", "divide"} <= set(ops) for ops in fused)
+        assert any(ops[0] == "matmul" and "erf" in ops for ops in fused)

@@ -1,6 +1,6 @@
 """The nine CNNs of onnx/backend/test/data/light, with seeded random weights fitting each
-weight's role, at O0 against onnxruntime: max|ours - ref| <= 1e-3 * max(1, max|ref|) on
-the output and on the value before the final softmax."""
+weight's role, at O0 and O1 against onnxruntime: max|ours - ref| <= 1e-3 * max(1, max|ref|)
+on the output and on the value before the final softmax; O1 runs fewer kernels than O0."""
 import numpy as np
 import pytest
 
@@ -11,15 +11,29 @@ MODELS = ["squeezenet", "resnet50", "bvlc_alexnet", "zfnet512", "vgg19", "shuffl
           "inception_v1", "inception_v2", "densenet121"]
 
 
+def o0_kernel_counts(g) -> tuple:
+    """(steps, distinct kernels) of g at O0, without compiling it: one per node, one per
+    distinct node workload."""
+    return len(g.nodes), len({n.workload() for n in g.nodes})
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
 @pytest.mark.parametrize("name", MODELS)
-def test_light_model_matches_onnxruntime_at_o0(name):
+def test_light_model_matches_onnxruntime(name, level):
     model, feeds = light_model(name)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     refs = sess.run(None, feeds)
     g = graph.from_onnx(model)
-    outs = graph.compile(g, level="O0").run(feeds)
+    m = graph.compile(g, level=level)
+    outs = m.run(feeds)
     assert len(outs) == len(refs)
     for out, ref in zip(outs, refs):
         assert out.shape == ref.shape
         err = float(np.abs(out - ref).max())
         assert err <= 1e-3 * max(1.0, float(np.abs(ref).max())), (name, err)
+    steps, kernels = o0_kernel_counts(g)
+    if level == "O0":
+        assert (len(m.steps), m.num_kernels) == (steps, kernels)
+    else:
+        launched = sum(s.kernel is not None for s in m.steps)
+        assert launched < steps and m.num_kernels < kernels, (launched, m.num_kernels)
