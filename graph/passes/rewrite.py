@@ -70,11 +70,11 @@ class Rewriter:
 
     def copy(self, node: Node, ins: list) -> tuple:
         """`node` on new inputs, outputs keeping their names, dtypes and shapes."""
-        same = all(a.dtype == b.dtype and same_shape(a.shape, b.shape)
-                   for a, b in zip(ins, node.inputs))
-        if not same:  # a pass replaced an input by one of another type: infer again
-            outs = apply(node.op, ins, node.attr, node.name, [v.name for v in node.outputs])
-            return outs if isinstance(outs, tuple) else (outs,)
+        for k, (a, b) in enumerate(zip(ins, node.inputs)):
+            if a.dtype != b.dtype or not same_shape(a.shape, b.shape):
+                raise GraphError(f"graph pass: input {k} of node '{node.name}' ({node.op}) "
+                                 f"changed type from {b.type_str} to {a.type_str}; a "
+                                 f"rewrite must keep the types of the values it replaces")
         new = Node(node.op, tuple(ins), node.attrs, node.name)
         new.outputs = tuple(Value(v.name, v.dtype, v.shape, new, v.index)
                             for v in node.outputs)

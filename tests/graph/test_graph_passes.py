@@ -338,3 +338,17 @@ def test_random_graphs_compute_the_same_after_optimize(seed):
     assert all(id(n.outputs[0]) in outs and (id(n.inputs[0]) in outs or n.inputs[0].is_input)
                for n in new.nodes if n.op == "identity"), str(new)
     _same_results(g, new, rtol=1e-5, atol=1e-6)
+
+
+def test_a_rewrite_that_changes_a_value_type_is_refused_naming_the_node():
+    from graph.passes.rewrite import rebuild
+    x = graph.input("x", (2, 3))
+    g = graph.Graph([graph.relu(graph.exp(x, name="e"), name="r")])
+
+    def widen(rw, node, ins):  # a wrong rewrite: exp(x) -> x broadcast to (4, 2, 3)
+        if node.op == "exp":
+            return [rw.apply("expand", [ins[0]], {"shape": (4, 2, 3)})]
+        return None
+    with pytest.raises(graph.GraphError, match=r"graph pass: input 0 of node 'r' \(relu\) "
+                       r"changed type from float32\[2, 3\] to float32\[4, 2, 3\]"):
+        rebuild(g, widen)
