@@ -1,13 +1,13 @@
 """DESIGN.md's layering, enforced by parsing the imports of every module (ast, no import).
 
-runtime imports nothing from te or graph; te never imports graph; inside te,
-compute <- schedule <- lower <- codegen <- build <- autotune (te.target, te.build and
-te.build_cuda are the build layer, the lowest that imports runtime; te.errors re-exports
-runtime's ArgumentError); te.errors and te.dtype are the base. Function-local imports count
-too, for the layers and for import cycles (none may appear). An import under
-`if TYPE_CHECKING:` counts for the layers but not for cycles: it never runs, so it cannot
-take part in one, and it lets a module name in annotations the type of the module that
-imports it (dataflow.py's Schedule). Optional heavy dependencies (pycuda, onnx,
+runtime imports nothing from te or graph; te never imports graph; inside te, compute <-
+schedule <- lower <- codegen <- build <- autotune <- tvm (te.tvm, TVM's names over ours, is
+the top; te.target, te.build and te.build_cuda are the build layer, the lowest that imports
+runtime; te.errors re-exports runtime's ArgumentError); te.errors and te.dtype are the base.
+Function-local imports count too, for the layers and for import cycles (none may appear). An
+import under `if TYPE_CHECKING:` counts for the layers but not for cycles: it never runs, so
+it cannot take part in one, and it lets a module name in annotations the type of the module
+that imports it (dataflow.py's Schedule). Optional heavy dependencies (pycuda, onnx,
 onnxruntime) are imported only inside functions. (Named test_build_layering because
 tests/runtime/test_layering.py already takes the module name test_layering.)
 """
@@ -25,7 +25,8 @@ MODULES = sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
 # The layers of te from the bottom; each may import only the ones before it (te.build_cuda
 # is te.build's half for target 'cuda'; te.target parses the target both take).
 LAYERS = (("te.errors", "te.dtype"), ("te.compute",), ("te.schedule",), ("te.lower",),
-          ("te.codegen",), ("te.target", "te.build", "te.build_cuda"), ("te.autotune",))
+          ("te.codegen",), ("te.target", "te.build", "te.build_cuda"), ("te.autotune",),
+          ("te.tvm",))
 # Below the build layer nothing imports runtime: the numbers lowering and code generation
 # need from it travel in the te.target.Target that te.build hands down (te.errors re-exports
 # runtime's ArgumentError, the one class both raise).

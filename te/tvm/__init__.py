@@ -1,0 +1,7 @@
+"""te.tvm: classic TVM's names over our implementations, so TVM code migrates by rewriting
+its imports (`import tvm` -> `import te.tvm as tvm`, `from tvm import te, autotvm, topi` ->
+`from te.tvm import te, autotvm, topi`). A thin map, not a second implementation: every
+name here is one of ours, re-exported under TVM's spelling, or a small adapter where TVM's
+calling convention differs. The top layer of te: it may import every te layer and runtime;
+nothing in te imports it. The README's "Migrating from TVM" section lists what is missing.
+"""
