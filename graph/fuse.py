@@ -33,7 +33,8 @@ class Group:
     reduction node that picks the schedule (None: an elementwise/injective chain)."""
     nodes: list
     anchor: Node | None
-    inputs: list   # the values read from outside the group, in first-use order
+    inputs: list   # the values read from outside the group, in first-use order (a lone
+    #                node's inputs as they are, repeats included: its O0 kernel takes them)
     outputs: list  # the values used after the group (one, except a lone multi-output node)
 
     @property
@@ -204,8 +205,11 @@ class _Fuser:
             if len(used) != 1 and len(nodes) > 1:
                 raise GraphError(f"graph.fuse: group {[n.name for n in nodes]} has "
                                  f"{len(used)} output values, expected 1 (a fusion bug)")
-            groups.append(Group(nodes, self.anchor[root], inputs,
-                                used if len(nodes) > 1 else list(nodes[0].outputs)))
+            if len(nodes) == 1:  # runs the node's own (O0) kernel: its inputs as they are
+                groups.append(Group(nodes, self.anchor[root], list(nodes[0].inputs),
+                                    list(nodes[0].outputs)))
+            else:
+                groups.append(Group(nodes, self.anchor[root], inputs, used))
         return groups
 
 

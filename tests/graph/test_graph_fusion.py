@@ -218,3 +218,17 @@ def test_an_output_that_is_a_view_of_a_feed_is_a_copy():
     assert not np.shares_memory(r, xa)
     np.testing.assert_array_equal(r, xa.reshape(6, 4))
     np.testing.assert_allclose(e, np.exp(xa), rtol=1e-6)
+
+
+def test_a_lone_node_reading_one_value_twice_runs_at_o1():
+    # CSE makes the two softmaxes one value, so the add reads it twice, alone in its group
+    x = graph.input("x", (3, 5))
+    g = graph.Graph(graph.add(graph.nn.softmax(x, name="s1"), graph.nn.softmax(x, name="s2"),
+                              name="out"))
+    m = graph.compile(g, level="O1")
+    assert [s.ops for s in m.steps] == [("softmax",), ("add",)]
+    assert [v.name for v in m.steps[1].inputs] == ["s1", "s1"]
+    xa = _rand(3, 5)
+    e = np.exp(xa - xa.max(-1, keepdims=True))
+    np.testing.assert_allclose(m.run({"x": xa})[0], 2 * e / e.sum(-1, keepdims=True),
+                               rtol=1e-5)
