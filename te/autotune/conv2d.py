@@ -10,6 +10,8 @@ micro_kernel.vector_lanes.
 """
 from __future__ import annotations
 
+import math
+
 from ..compute import ops
 from ..compute.ops.conv2d_gemm import CROP_TAG, GEMM_TAG, PACK_TAG
 from ..compute.ops.nn import conv2d_geometry
@@ -20,6 +22,8 @@ from .micro_kernel import vector_lanes
 
 DIRECT_TAGS = ("conv2d_nchw", "depthwise_conv2d_nchw")
 MIN_GEMM_CHANNELS = 4    # output channels per group: below that the tile is mostly padding
+L2_BYTES = 1 << 20        # the packed input of one image that counts as L2-resident
+PANEL_BLOCK = 7          # pixel panels packed and computed together (1x1 convs)
 MIN_GEMM_REDUCTION = 8   # input channels per group x kernel taps (depthwise 3x3: 9)
 
 
@@ -110,6 +114,8 @@ def _schedule_gemm(out: Tensor, found: list, gemm: ComputeOp):
     if pack is None or crop is None:
         raise ArgumentError(f"te.autotune.schedule_conv2d: stage '{gemm.name}' lacks its "
                             f"pack or crop stage (tags {PACK_TAG!r}, {CROP_TAG!r})")
+    if gemm.attrs.get("form") == "panels":
+        return _schedule_panels(s, out, found, gemm, pack)
     lanes = vector_lanes(out.dtype)
     # the pack: (batch, channel) in parallel, each phase row a vectorized run
     n, c, a, b, q = s[pack].op.axis
@@ -126,11 +132,16 @@ def _schedule_gemm(out: Tensor, found: list, gemm: ComputeOp):
     f, p = axes[-2:]
     fo, fi = s[Yf].split(f, factor=mr)
     po, pi = s[Yf].split(p, factor=nr)
-    s[Yf].reorder(*axes[:-2], po, fo, fi, pi)
-    s[Yf].parallel(s[Yf].fuse(*axes[:-2], po))
+    if _channels_outer(pack):
+        s[Yf].reorder(*axes[:-2], fo, po, fi, pi)
+        s[Yf].parallel(s[Yf].fuse(*axes[:-2], fo))
+        s[local].compute_at(s[Yf], po)
+    else:
+        s[Yf].reorder(*axes[:-2], po, fo, fi, pi)
+        s[Yf].parallel(s[Yf].fuse(*axes[:-2], po))
+        s[local].compute_at(s[Yf], fo)
     s[Yf].unroll(fi)
     s[Yf].vectorize(pi)
-    s[local].compute_at(s[Yf], fo)
     lf, lp = s[local].op.axis[-2:]
     rc, ry, rx = s[local].op.reduce_axis
     s[local].reorder(rc, ry, rx, lf, lp)
@@ -165,3 +176,53 @@ def _schedule_direct(out: Tensor, found: list, conv: ComputeOp):
     if pad is not None:
         s[pad].parallel(s[pad].fuse(*s[pad].op.axis[:2]))
     return s
+
+
+def _schedule_panels(s, out: Tensor, found: list, gemm: ComputeOp, pack: ComputeOp):
+    """A 1x1 conv: the output's own loops are the GEMM's tiles (pixels fused, split by nr;
+    channels split by mr), so each mr x nr tile is accumulated in registers and written
+    once, through the epilogue. Blocks of `block` pixel panels (with the batch) run in
+    parallel; each block packs its panels just before its tiles read them (an L2-sized
+    buffer), and the channel tiles go around the block's panels so that the mr weight rows
+    are reused across them."""
+    mr, nr = gemm.attrs["tile"]
+    _epilogue(s, out, found, gemm)
+    n, f, y, x = s[out].op.axis
+    pixels = s[out].fuse(y, x)
+    fo, fi = s[out].split(f, factor=mr)
+    po, pi = s[out].split(pixels, factor=nr)
+    s[out].unroll(fi)
+    s[out].vectorize(pi)
+    pn, a, c, j = s[pack].op.axis
+    s[pack].vectorize(j)
+    if _channels_outer(pack):
+        s[out].reorder(n, fo, po, fi, pi)
+        s[out].parallel(s[out].fuse(n, fo))
+        s[gemm].compute_at(s[out], po)
+        s[pack].parallel(s[pack].fuse(pn, a))
+    else:
+        panels = int(pack.output(0).shape[1].value)
+        block = max(1, min(PANEL_BLOCK, panels // 4))
+        pbo, pbi = s[out].split(po, factor=block)
+        s[out].reorder(n, pbo, fo, pbi, fi, pi)
+        block_loop = s[out].fuse(n, pbo)
+        s[out].parallel(block_loop)
+        s[gemm].compute_at(s[out], pbi)
+        s[pack].compute_at(s[out], block_loop)
+        s[pack].reorder(c, a, j)
+    yf, yp = s[gemm].op.axis[-2:]
+    (rc,) = s[gemm].op.reduce_axis
+    s[gemm].reorder(rc, yf, yp)
+    s[gemm].unroll(yf)
+    s[gemm].vectorize(yp)
+    return s
+
+
+def _channels_outer(pack: ComputeOp) -> bool:
+    """Whether one image's packed input fits in L2: then output-channel tiles go outermost
+    (in parallel) and each streams its weights once over all pixel tiles, which re-read the
+    packed input from L2; otherwise pixel tiles go outermost, and the weights are re-read
+    per pixel block (small late layers have the largest weights: 7x7 images, 512-2048
+    channels)."""
+    shape = [int(d.value) for d in pack.output(0).shape[1:]]
+    return math.prod(shape) * 4 <= L2_BYTES

@@ -171,7 +171,8 @@ class Analyzer:
         if isinstance(e, Const):
             return Linear(e.dtype, {}, int(e.value))
         if isinstance(e, Binary) and e.op in ("add", "sub"):
-            return self.linear(e.a).add(self.linear(e.b), 1 if e.op == "add" else -1)
+            return self._merge_divmod(
+                self.linear(e.a).add(self.linear(e.b), 1 if e.op == "add" else -1))
         if isinstance(e, Binary) and e.op == "mul":
             la, lb = self.linear(e.a), self.linear(e.b)
             if not lb.terms:
@@ -186,6 +187,27 @@ class Analyzer:
         if isinstance(atom, Binary) and atom.op in ("add", "sub", "mul"):
             return self.linear(atom)
         return Linear(e.dtype, {key(atom): [atom, 1]})
+
+    def _merge_divmod(self, lin: Linear) -> Linear:
+        """m * c * floordiv(x, c) + m * floormod(x, c) -> m * x (exact for floor division):
+        the index of a fused loop's (outer, inner) pair that addresses the same flat
+        memory as the fused variable (a 1x1 conv's output pixels, y * W + x)."""
+        divs = {}
+        for k, (atom, _) in lin.terms.items():
+            if isinstance(atom, Binary) and atom.op == "floordiv" and isinstance(atom.b, Const):
+                divs[(key(atom.a), atom.b.value)] = k
+        if not divs:
+            return lin
+        for k, (atom, m) in list(lin.terms.items()):
+            if not (isinstance(atom, Binary) and atom.op == "floormod"
+                    and isinstance(atom.b, Const) and k in lin.terms):
+                continue
+            dk = divs.get((key(atom.a), atom.b.value))
+            if dk is not None and dk in lin.terms and lin.terms[dk][1] == m * atom.b.value:
+                rest = Linear(lin.dtype, {x: v for x, v in lin.terms.items()
+                                          if x not in (k, dk)}, lin.const)
+                lin = rest.add(self.linear(atom.a).scale(m))
+        return lin
 
     def simplify(self, e: Expr) -> Expr:
         if isinstance(e, (Var, Const)):

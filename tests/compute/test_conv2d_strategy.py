@@ -46,6 +46,9 @@ CASES = [
     (2, 12, 9, 10, 12, 3, 1, 2, 2, 3, "gemm"),            # dilated, grouped
     (2, 9, 10, 9, 15, 3, 2, (0, 1, 2, 1), 1, 3, "gemm"),  # asymmetric padding, groups
     (2, 7, 8, 9, 5, (2, 3), (1, 2), 1, (2, 1), 1, "gemm"),  # rectangular everything
+    (2, 10, 9, 11, 13, 1, 1, 1, 1, 1, "gemm"),            # 1x1 with padding
+    (1, 72, 61, 61, 9, 1, 1, 0, 1, 1, "gemm"),            # 1x1, pixel blocks outermost
+    (1, 70, 59, 60, 5, 3, 1, 1, 1, 1, "gemm"),            # 3x3, pixel tiles outermost
     (2, 6, 9, 7, 6, 3, 2, 1, 1, 6, "direct"),             # depthwise
     (2, 6, 9, 7, 12, 3, 1, 1, 1, 6, "direct"),            # depthwise, multiplier 2
     (2, 6, 11, 9, 6, 3, 1, 1, 1, 2, "direct"),            # 3 channels per group
@@ -113,6 +116,26 @@ def test_epilogue_is_computed_in_the_conv_output_loop():
     assert re.findall(r"allocate (\S+)\[", text) == ["conv2d_pack", "conv2d_gemm",
                                                       "conv2d_gemm.local"]
     assert len(re.findall(r"epilogue\[", text)) == 1     # one store: the crop loop's
+
+
+def test_pointwise_tiles_are_written_through_the_epilogue():
+    """A 1x1 conv's mr x nr tiles are accumulated in a tile-sized buffer inside the
+    output's loops and stored once, through the epilogue, as whole vectors (the fused
+    pixel index simplifies back to the flat one: no scatter); 56 pixels are one whole
+    tile and a 24-pixel tail."""
+    X = te.placeholder((1, 16, 7, 8), name="X")
+    W = te.placeholder((16, 16, 1, 1), name="W")
+    B = te.placeholder((16,), name="B")
+    conv = te.autotune.conv2d_compute(X, W, 1, 0)
+    out = te.compute(conv.shape, lambda n, f, y, i: te.max(conv[n, f, y, i] + B[f], 0.0),
+                     name="epilogue")
+    text = str(te.lower(te.autotune.schedule_conv2d(out), [X, W, B, out]))
+    mr, nr = te.autotune.conv2d_tile()
+    assert set(re.findall(r"allocate (\S+)\[float32 \* (\d+)\]", text)) == {
+        ("conv2d_pack", str(16 * nr * (-(-56 // nr)))), ("conv2d_gemm", str(mr * nr))}
+    stores = re.findall(r"epilogue\[([^\]]*)\] =", text)
+    assert sum(st.startswith("ramp(") for st in stores) == mr, stores  # the whole tile
+    assert not any("floor" in st for st in stores), stores  # the tail: contiguous too
 
 
 def test_gemm_form_checks_its_arguments():

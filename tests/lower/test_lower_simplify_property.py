@@ -142,6 +142,12 @@ def _with(ranges):
     (lambda: X * 3 - X * 3 + 7, {}, "7"),
     (lambda: Y % 5, {Y: (10, 14)}, "sub(y, 10)"),
     (lambda: Y // 5, {Y: (10, 14)}, "2"),
+    # a fused loop's (outer, inner) index pair addressing flat memory: (x // c) * c + x % c
+    (lambda: (X * 32 + Y) // 56 * 56 + (X * 32 + Y) % 56, {}, "add(mul(x, 32), y)"),
+    (lambda: ((X + Y) // 7 * 7 + (X + Y) % 7) * 3 + 1, {}, "add(add(mul(x, 3), mul(y, "
+                                                          "3)), 1)"),
+    (lambda: X // 7 * 6 + X % 7, {}, "add(mul(floordiv(x, 7), 6), floormod(x, 7))"),
+    (lambda: X // 7 * 7 + X % 6, {}, "add(mul(floordiv(x, 7), 7), floormod(x, 6))"),
 ])
 def test_rules_fire(build, ranges, expected):
     assert show(_with(ranges).simplify(build())) == expected

@@ -52,6 +52,8 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
     top, left = pads[0], pads[1]
     OCg = OC // groups
     dtype = out_dtype or data.dtype
+    if kh == kw == 1 and groups == 1:
+        return _pointwise(data, kernel, (sh, sw), (top, left), (OH, OW), tile, dtype, name)
     # phases actually read (a 1x1 stride-2 kernel reads phase (0, 0) only)
     pha, phb = min(sh, (kh - 1) * dh + 1), min(sw, (kw - 1) * dw + 1)
     wq = OW + (kw - 1) * dw // sw                 # phase row pitch: OW and the kernel's reach
@@ -98,3 +100,41 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
                      attrs={"tile": (mr, nr)})
     return api.compute((N, OC, OH, OW), lambda n, f, y, x: Yf[
         n, api.indexdiv(f, OCg), api.indexmod(f, OCg), y * wq + x], name=name, tag=CROP_TAG)
+
+
+def _pointwise(data, kernel, stride, pads, out_hw, tile, dtype, name):
+    """A 1x1 convolution (groups 1): the GEMM kernel (OC x C) @ panels of the input, where
+    panel a holds pixels a*nr .. a*nr + nr - 1 of every channel contiguously ([n, a, c, j]),
+    gathered at the stride and zero beyond the image: the micro-kernel then reads nr
+    contiguous values per channel step (a 1x1 conv reads each channel once per pixel, so
+    the flattened-rows form would jump a whole image plane per step). Output pixel p = y * OW
+    + x is the GEMM's column p: no dropped columns, and the schedule can compute each tile
+    in the output's own loop (GEMM attrs['form'] = 'panels')."""
+    (N, C, H, W), OC = (static_dim(d) for d in data.shape), static_dim(kernel.shape[0])
+    (sh, sw), (top, left), (OH, OW) = stride, pads, out_hw
+    mr, nr = tile
+    P = OH * OW
+    panels = -(-P // nr)
+
+    def pack(n, a, c, j):
+        p = a * nr + j
+        y = api.indexdiv(p, OW) * sh - top
+        x = api.indexmod(p, OW) * sw - left
+        conds = [p < P] if P % nr else []
+        conds += [y >= 0, y < H, x >= 0, x < W] if top or left else []
+        v = data[n, c, y, x].astype(dtype)
+        return api.if_then_else(api.all(*conds), v, api.const(0, dtype)) if conds else v
+    XP = api.compute((N, panels, C, nr), pack, name=f"{name}_pack", tag=PACK_TAG,
+                     attrs={"form": "panels"})
+    rc = api.reduce_axis((0, C), "rc")
+    ocp = _ceil_to(OC, mr)
+
+    def gemm(n, f, p):
+        w = kernel[api.min(f, OC - 1) if ocp != OC else f, rc, 0, 0].astype(dtype)
+        if ocp != OC:
+            w = api.if_then_else(f < OC, w, api.const(0, dtype))
+        return api.sum(w * XP[n, api.indexdiv(p, nr), rc, api.indexmod(p, nr)], axis=rc)
+    Y = api.compute((N, ocp, panels * nr), gemm, name=f"{name}_gemm", tag=GEMM_TAG,
+                    attrs={"tile": (mr, nr), "form": "panels"})
+    return api.compute((N, OC, OH, OW), lambda n, f, y, x: Y[n, f, y * OW + x], name=name,
+                       tag=CROP_TAG)
