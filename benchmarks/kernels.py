@@ -1,116 +1,26 @@
 """Hand schedules of the non-GEMM benchmark kernels: conv2d and memory-bound row kernels.
 
 Takes problem sizes; gives functions returning (schedule, argument tensors) for conv2d NCHW
-(3x3 and 1x1), relu(x*a+b), softmax, layer norm and sum along the last axis, and a plain
-copy (the bandwidth yardstick). Imports te only.
+(the library's conv2d strategy), relu(x*a+b), softmax, layer norm and sum along the last
+axis, and a plain copy (the bandwidth yardstick). Imports te only.
 """
 from __future__ import annotations
 
 import te
 from te.compute.ops import nn
 
-import gemm_chain
-
 LANES = 16  # float32 lanes per vector op in the row kernels (one zmm or two ymm)
 
 
 def conv2d(cin: int, cout: int, h: int, w: int, r: int, pad: int):
-    """conv2d NCHW, batch 1, stride 1, as GEMM-like micro-kernels whose vectors run along
-    contiguous pixels (see the two schedules below). Returns (schedule, [X, W, Y]); a 1x1
-    convolution takes X as (1, cin, h*w), W as (cout, cin) and Y as (1, cout, h*w): no-copy
-    views of the NCHW arrays (run.py reshapes them)."""
-    mr, nr = gemm_chain.micro_kernel_shape()
-    if r == 1 and pad == 0 and (h * w) % nr == 0 and cout % mr == 0:
-        return conv2d_1x1_gemm(cin, cout, h * w, mr, nr)
-    return conv2d_padded_rows(cin, cout, h, w, r, pad, mr, nr)
-
-
-def _micro_kernel(s, out, local, f, p, mr: int, nr: int, unroll_k: int):
-    """An mr x nr register tile of `out` (mr output channels unrolled, nr pixels as vectors)
-    accumulating in `local` over its reduction axes (the first split by unroll_k)."""
-    fo, fi = s[out].split(f, factor=mr)
-    po, pi = s[out].split(p, factor=nr)
-    s[out].unroll(fi)
-    s[out].vectorize(pi)
-    lf, lp = s[local].op.axis[-2:]
-    red = list(s[local].op.reduce_axis)
-    k1, k2 = s[local].split(red[0], factor=unroll_k)
-    s[local].reorder(k1, k2, *red[1:], lf, lp)
-    for ax in (k2, *red[1:], lf):
-        s[local].unroll(ax)
-    s[local].vectorize(lp)
-    return fo, po, fi, pi
-
-
-def conv2d_1x1_gemm(cin: int, cout: int, hw: int, mr: int, nr: int, block: int = 7):
-    """1x1 convolution = GEMM W (cout x cin) @ X (cin x hw). Both operands are packed per
-    call: W into mr-row panels, and X, `block` pixel panels at a time, into nr-wide
-    contiguous panels computed just before the tiles that read them (an L2-sized buffer
-    filled by contiguous row reads), so the micro-kernel streams both operands."""
-    X = te.placeholder((1, cin, hw), name="X")
-    W = te.placeholder((cout, cin), name="W")
-    c = te.reduce_axis((0, cin), name="c")
-    WP = te.compute((cout // mr, cin, mr), lambda a, k, i: W[a * mr + i, k], name="WP")
-    XP = te.compute((hw // nr, cin, nr), lambda a, k, j: X[0, k, a * nr + j], name="XP")
-    Y = te.compute((1, cout, hw), lambda n, f, p: te.sum(
-        WP[te.indexdiv(f, mr), c, te.indexmod(f, mr)]
-        * XP[te.indexdiv(p, nr), c, te.indexmod(p, nr)], axis=c), name="Y")
-    s = te.create_schedule(Y.op)
-    YL = s.cache_write(Y, "local")
-    n, f, p = Y.op.axis
-    fo, po, fi, pi = _micro_kernel(s, Y, YL, f, p, mr, nr, unroll_k=8)
-    pbo, pbi = s[Y].split(po, factor=block)
-    s[Y].reorder(n, pbo, fo, pbi, fi, pi)
-    s[Y].parallel(pbo)
-    s[YL].compute_at(s[Y], pbi)
-    s[WP].parallel(WP.op.axis[0])
-    s[XP].compute_at(s[Y], pbo)
-    a, k, j = s[XP].op.axis
-    s[XP].reorder(k, a, j)
-    s[XP].vectorize(j)
-    return s, [X, W, Y]
-
-
-def conv2d_padded_rows(cin: int, cout: int, h: int, w: int, r: int, pad: int, mr: int,
-                       nr: int):
-    """Any stride-1 convolution as a GEMM over flattened, padded rows: with row pitch
-    wp = w + 2 * pad, output pixel p = y * wp + x reads Xp[c, p + ry * wp + rx], an affine,
-    contiguous index, so nr consecutive pixels are one vector load for every (c, ry, rx).
-    The wp - ow columns at the end of each row are computed and dropped. Layout cost
-    included: the padded copy Xp before, the cropping copy into NCHW Y after."""
+    """conv2d NCHW, batch 1, stride 1: the library's conv2d strategy (te.autotune's
+    conv2d_compute and schedule_conv2d, the graph's conv), whose GEMM forms began here: a
+    1x1 convolution as a GEMM over packed pixel panels, others over flattened, padded
+    rows. Returns (schedule, [X, W, Y]), all NCHW."""
     X = te.placeholder((1, cin, h, w), name="X")
     W = te.placeholder((cout, cin, r, r), name="W")
-    wp, oh, ow = w + 2 * pad, h + 2 * pad - r + 1, w + 2 * pad - r + 1
-    npix = -(-oh * wp // nr) * nr                         # whole vector tiles
-    rows = -(-(npix + (r - 1) * (wp + 1)) // wp)          # what the last tile reads
-
-    def padded(c, q):
-        y, x = te.indexdiv(q, wp), te.indexmod(q, wp)
-        inside = te.all(y >= pad, y < h + pad, x >= pad, x < w + pad)
-        return te.if_then_else(inside, X[0, c, y - pad, x - pad], 0.0)
-    Xp = te.compute((cin, rows * wp), padded, name="Xp")
-    c = te.reduce_axis((0, cin), name="c")
-    ry = te.reduce_axis((0, r), name="ry")
-    rx = te.reduce_axis((0, r), name="rx")
-    Yf = te.compute((-(-cout // mr) * mr, npix), lambda f, p: te.sum(
-        te.if_then_else(f < cout, W[te.min(f, cout - 1), c, ry, rx], 0.0)
-        * Xp[c, p + ry * wp + rx], axis=[c, ry, rx]) if cout % mr else te.sum(
-        W[f, c, ry, rx] * Xp[c, p + ry * wp + rx], axis=[c, ry, rx]), name="Yf")
-    Y = te.compute((1, cout, oh, ow), lambda n, f, y, x: Yf[f, y * wp + x], name="Y")
-    s = te.create_schedule(Y.op)
-    qo, qi = s[Xp].split(Xp.op.axis[1], factor=wp)   # y, x of the padded row: no div/mod
-    s[Xp].parallel(Xp.op.axis[0])
-    YL = s.cache_write(Yf, "local")
-    f, p = Yf.op.axis
-    fo, po, fi, pi = _micro_kernel(s, Yf, YL, f, p, mr, nr, unroll_k=1)
-    s[Yf].reorder(po, fo, fi, pi)
-    s[Yf].parallel(po)
-    s[YL].compute_at(s[Yf], fo)
-    n, f, y, x = Y.op.axis
-    s[Y].parallel(f)
-    xo, xi = s[Y].split(x, factor=16)
-    s[Y].vectorize(xi)
-    return s, [X, W, Y]
+    Y = te.autotune.conv2d_compute(X, W, 1, pad, name="Y")
+    return te.autotune.schedule_conv2d(Y), [X, W, Y]
 
 
 # The next row is prefetched into L2 (locality 2, x86 prefetcht1), not L1: a 4096-wide row
