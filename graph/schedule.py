@@ -10,6 +10,7 @@ from __future__ import annotations
 import te
 from te.errors import TEError
 
+
 def schedule(family: str, outs: list, args: list) -> tuple:
     if family == "conv2d":
         return schedule_conv2d(outs[0]), args

@@ -202,7 +202,10 @@ def _schedule_panels(s, out: Tensor, found: list, gemm: ComputeOp, pack: Compute
         s[pack].parallel(s[pack].fuse(pn, a))
     else:
         panels = int(pack.output(0).shape[1].value)
-        block = max(1, min(PANEL_BLOCK, panels // 4))
+        # a divisor of the panel count (a partial block would guard every tile), leaving
+        # at least 4 blocks to share out where it can
+        block = max(b for b in range(1, PANEL_BLOCK + 1)
+                    if panels % b == 0 and (b == 1 or panels // b >= 4))
         pbo, pbi = s[out].split(po, factor=block)
         s[out].reorder(n, pbo, fo, pbi, fi, pi)
         block_loop = s[out].fuse(n, pbo)
