@@ -331,6 +331,9 @@ exp, log, sqrt, rsqrt, tanh, sigmoid, erf = (_intrinsic(n) for n in
                                              "erf"))
 floor, ceil, round, trunc = (_intrinsic(n) for n in ("floor", "ceil", "round", "trunc"))  # noqa
 sin, cos, log2, log10, exp2 = (_intrinsic(n) for n in ("sin", "cos", "log2", "log10", "exp2"))
+tan, asin, acos, atan = (_intrinsic(n) for n in ("tan", "asin", "acos", "atan"))
+sinh, cosh, asinh, acosh, atanh = (_intrinsic(n) for n in ("sinh", "cosh", "asinh", "acosh",
+                                                           "atanh"))
 abs = E.abs_  # noqa: A001
 power = E.power
 call_extern = E.call_extern

@@ -361,7 +361,8 @@ def select(cond, true_value, false_value) -> Expr:
 
 
 FLOAT_INTRINSICS = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor",
-                    "ceil", "round", "sin", "cos", "log2", "log10", "exp2", "trunc")
+                    "ceil", "round", "sin", "cos", "log2", "log10", "exp2", "trunc", "tan",
+                    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
 
 
 def call_intrinsic(name: str, x) -> Expr:

@@ -62,7 +62,8 @@ _INFIX = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", 
 _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh",
          "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
          "sin": "sin", "cos": "cos", "log2": "log2", "log10": "log10", "exp2": "exp2",
-         "pow": "pow", "abs": "fabs"}
+         "pow": "pow", "abs": "fabs", **{n: n for n in (
+             "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")}}
 # Names generated code must not take: C++ keywords, what CUDA and the emulator define, the
 # math functions and macros kernels call.
 _RESERVED = frozenset("""

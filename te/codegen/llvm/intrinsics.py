@@ -29,7 +29,8 @@ LLVM_MATH = {
     "min": "llvm.minimum", "max": "llvm.maximum",
 }
 # Functions taken from libm (float32 name, float64 name); vectors are scalarized.
-LIBM = {"tanh": ("tanhf", "tanh"), "erf": ("erff", "erf")}
+LIBM = {name: (name + "f", name) for name in (
+    "tanh", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")}
 
 
 def emit_call(gen, e: E.Call) -> ir.Value:

@@ -17,15 +17,19 @@ NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
 def _source(o, size_in: int, size_out: int, scale: float, mode: str):
-    """The input coordinate (float32) of output index o along one axis."""
+    """The input coordinate (float32) of output index o along one axis. As ONNX's
+    reference, the resized length is size_in * scale, unrounded (it is size_out when the
+    model gave sizes), and the coordinate divides by the scale: multiplying by its
+    rounded reciprocal moves exact halves (3.5 / 3.5) off the tie nearest rounding breaks."""
     x = o.astype("float32")
+    length = size_in * scale
     if mode == "asymmetric":
-        return x * (1.0 / scale)
+        return x / scale
     if mode == "align_corners":
-        return x * ((size_in - 1) / (size_out - 1)) if size_out > 1 else x * 0.0
-    if mode == "pytorch_half_pixel" and size_out == 1:
+        return x * ((size_in - 1) / (length - 1)) if length != 1 else x * 0.0
+    if mode == "pytorch_half_pixel" and length <= 1:
         return x * 0.0
-    return (x + 0.5) * (1.0 / scale) - 0.5
+    return (x + 0.5) / scale - 0.5
 
 
 def _clamp(i, size: int):
