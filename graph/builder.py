@@ -15,7 +15,7 @@ import numpy as np
 import te
 from te.errors import TEError
 
-from .errors import GraphError
+from .errors import GraphError, UnsupportedError
 from .ir import Node, Value
 from .ops import BINARY, OPS, REDUCE, UNARY, infer
 
@@ -80,7 +80,12 @@ def apply(op: str, inputs, attrs: dict | None = None, name: str | None = None,
     inputs = tuple(_as_value(v, like, op, k) for k, v in enumerate(inputs))
     attrs = dict(attrs or {})
     name = name or _fresh(op)
-    types = infer(OPS[op], [(v.dtype, v.shape) for v in inputs], attrs, name)
+    empty = [v.name for v in inputs if _empty(v.shape)]
+    types = [] if empty else infer(OPS[op], [(v.dtype, v.shape) for v in inputs], attrs, name)
+    empty += [f"output {k}" for k, (_, shape) in enumerate(types) if _empty(shape)]
+    if empty:
+        raise UnsupportedError(f"{op} '{name}': '{empty[0]}' is a zero-size (empty) tensor; "
+                               f"ops on empty tensors are not supported")
     node = Node(op, inputs, tuple(attrs.items()), name)
     names = list(output_names or ())
     names += [name if len(types) == 1 and not names else f"{name}:{k}"
@@ -88,6 +93,10 @@ def apply(op: str, inputs, attrs: dict | None = None, name: str | None = None,
     node.outputs = tuple(Value(n, dt, shape, node, k)
                          for k, (n, (dt, shape)) in enumerate(zip(names, types)))
     return node.outputs[0] if len(types) == 1 else node.outputs
+
+
+def _empty(shape) -> bool:
+    return any(isinstance(d, int) and d == 0 for d in shape)
 
 
 def _unary(op: str):

@@ -11,11 +11,14 @@ class GraphError(TEError, ValueError):
 
 class UnsupportedError(GraphError):
     """A model using ops or attributes the graph layer does not implement; `items` lists
-    every (op, attribute or '', node name, reason) found, so one error reports them all."""
+    every (op, attribute or '', node name, reason) found, so one error reports them all;
+    `constant_inputs` names the graph inputs some node needs as constants (a Reshape's
+    shape fed as an input): binding them to values (from_onnx's constants=) lifts those."""
 
-    def __init__(self, message: str, items=()):
+    def __init__(self, message: str, items=(), constant_inputs=()):
         super().__init__(message)
         self.items = list(items)
+        self.constant_inputs = list(constant_inputs)
 
 
 class FeedError(GraphError):

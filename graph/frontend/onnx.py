@@ -5,9 +5,12 @@ graph layer works without it. Initializers become constants, dim_param names bec
 (one per name), and every node goes through the converter table in onnx_ops, which builds
 the same nodes a person would with the builder. Unsupported ops, attributes and
 non-constant shape inputs are collected over the whole model and refused in one
-UnsupportedError. Imports te's public API, graph's builder, errors and ir, and the converter tables.
+UnsupportedError. Imports numpy, te's public API, graph's builder, errors and ir, and the
+converter tables.
 """
 from __future__ import annotations
+
+import numpy as np
 
 import te
 
@@ -16,7 +19,7 @@ from ..errors import GraphError, UnsupportedError
 from ..ir import Graph
 from .onnx_ops import CONVERTERS, DTYPES, Refused
 
-OPSETS = (7, 21)
+OPSETS = (6, 28)
 
 
 def _import_onnx():
@@ -28,9 +31,11 @@ def _import_onnx():
     return onnx
 
 
-def from_onnx(model, shapes: dict | None = None) -> Graph:
+def from_onnx(model, shapes: dict | None = None, constants: dict | None = None) -> Graph:
     """Import `model` (a path or an onnx.ModelProto); `shapes` maps input names to shapes
-    (ints, or strings / te.var for symbolic dims) and overrides the model's."""
+    (ints, or strings / te.var for symbolic dims) and overrides the model's; `constants`
+    maps input names to arrays that replace those inputs by constants (a shape fed as an
+    input, which the ops here need to know: UnsupportedError.constant_inputs lists them)."""
     onnx = _import_onnx()
     if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
         model = onnx.load(model)
@@ -41,16 +46,18 @@ def from_onnx(model, shapes: dict | None = None) -> Graph:
     g = model.graph
     env = {init.name: constant(onnx.numpy_helper.to_array(init), name=init.name)
            for init in g.initializer}
+    env.update(_bound(g, env, dict(constants or {})))
     inputs = _inputs(g, env, dict(shapes or {}))
     env.update((v.name, v) for v in inputs)
     problems = _check_supported(g)
     refused = {name for _, _, name, _ in problems}
     used = {n for node in g.node for n in node.input} | {o.name for o in g.output}
+    needs: list = []
     for k, node in enumerate(g.node):
         if _node_name(node, k) not in refused:
-            _convert(onnx, node, k, opset, env, problems, used)
+            _convert(onnx, node, k, opset, env, problems, used, needs)
     if problems:
-        raise _unsupported(problems)
+        raise _unsupported(problems, needs)
     outs = [env[o.name] for o in g.output]
     return Graph(outs, inputs=inputs, name=g.name or "onnx")
 
@@ -63,6 +70,24 @@ def _opset(model) -> int:
                                        f"supported opsets are {OPSETS[0]} to {OPSETS[1]}")
             return imp.version
     raise UnsupportedError("from_onnx: the model imports no default-domain (ai.onnx) opset")
+
+
+def _bound(g, env: dict, constants: dict) -> dict:
+    """The inputs named in from_onnx's constants=, as constants of the model's dtype."""
+    declared = {i.name: i for i in g.input if i.name not in env}
+    out = {}
+    for name, data in constants.items():
+        if name not in declared:
+            raise GraphError(f"from_onnx: constants names unknown input {name!r}; the "
+                             f"model's inputs are {list(declared)}")
+        elem = declared[name].type.tensor_type.elem_type
+        data = np.asarray(data)
+        if DTYPES.get(elem) != data.dtype.name:
+            raise GraphError(f"from_onnx: constants['{name}'] must have dtype "
+                             f"{DTYPES.get(elem, elem)} like the model's input, got "
+                             f"{data.dtype.name}")
+        out[name] = constant(data, name=name)
+    return out
 
 
 def _inputs(g, env: dict, shapes: dict) -> list:
@@ -92,6 +117,12 @@ def _inputs(g, env: dict, shapes: dict) -> list:
                     for d in t.shape.dim]
         else:
             dims = [None]
+        # empty: refused, but listed as bindable, since a bound empty input can still
+        # serve as data a converter reads (an empty axes list)
+        if any(isinstance(d, int) and d == 0 for d in dims):
+            raise UnsupportedError(f"from_onnx: input '{i.name}' has a zero-size dim "
+                                   f"{tuple(dims)}; empty tensors are not supported",
+                                   [("", "", i.name, "zero-size input")], [i.name])
         if any(d is None for d in dims):
             raise GraphError(f"from_onnx: input '{i.name}' has a dim with neither a size nor "
                              f"a name; give its shape with shapes={{'{i.name}': (...)}}")
@@ -135,8 +166,8 @@ def _check_supported(g) -> list:
     return problems
 
 
-def _convert(onnx, node, k: int, opset: int, env: dict, problems: list, used: set
-             ) -> None:
+def _convert(onnx, node, k: int, opset: int, env: dict, problems: list, used: set,
+             needs: list) -> None:
     ins = [env.get(n) if n else None for n in node.input]
     if any(n and v is None for n, v in zip(node.input, ins)):
         return  # fed by a refused node: its problem is already listed
@@ -146,8 +177,19 @@ def _convert(onnx, node, k: int, opset: int, env: dict, problems: list, used: se
                                            list(node.output))
     except Refused as r:
         problems.append((node.op_type, r.attribute, name, r.reason))
+        if r.needs and r.needs not in needs:
+            needs.append(r.needs)
+        return
+    except UnsupportedError as e:  # the builder's refusal (an empty tensor)
+        problems.append((node.op_type, "", name, str(e)))
         return
     except GraphError as e:
+        empty = [n for n, v in zip(node.input, ins) if v is not None and any(
+            isinstance(d, int) and d == 0 for d in v.shape)]
+        if empty:  # what the builder rejects about an empty input: refused as empty
+            problems.append((node.op_type, "", name, f"input '{empty[0]}' is a zero-size "
+                                                     f"(empty) tensor ({e})"))
+            return
         raise GraphError(f"from_onnx: node '{name}' ({node.op_type}): {e}") from None
     for out_name, v in zip(node.output, outs):
         env[out_name] = v
@@ -156,8 +198,8 @@ def _convert(onnx, node, k: int, opset: int, env: dict, problems: list, used: se
             problems.append((node.op_type, "", name, f"output '{out_name}' is not supported"))
 
 
-def _unsupported(problems: list) -> UnsupportedError:
+def _unsupported(problems: list, needs: list) -> UnsupportedError:
     lines = [f"  {op}{', attribute ' + repr(attr) if attr else ''}, node '{name}': {why}"
              for op, attr, name, why in problems]
     return UnsupportedError(f"from_onnx: the model uses {len(problems)} unsupported "
-                            f"op(s) or attribute(s):\n" + "\n".join(lines), problems)
+                            f"op(s) or attribute(s):\n" + "\n".join(lines), problems, needs)

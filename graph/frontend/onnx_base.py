@@ -14,12 +14,15 @@ DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int3
 
 
 class Refused(Exception):
-    """This node cannot be imported: `attribute` ('' for the op) and why."""
+    """This node cannot be imported: `attribute` ('' for the op) and why; `needs` names the
+    graph input that would make it importable if bound to its value (from_onnx's
+    constants=), '' when there is none."""
 
-    def __init__(self, attribute: str, reason: str):
+    def __init__(self, attribute: str, reason: str, needs: str = ""):
         super().__init__(reason)
         self.attribute = attribute
         self.reason = reason
+        self.needs = needs
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ def const(v, what: str):
     """The numpy data of a Value that must be a constant (a shape, axes, pads input)."""
     if v is None or not v.is_constant:
         raise Refused(what, f"input '{what}' must be a constant (an initializer or a "
-                            f"Constant node)")
+                            f"Constant node)", v.name if v is not None and v.is_input else "")
     return v.data
 
 

@@ -1,6 +1,6 @@
 """ONNX converters of layout, reduction and constant ops (Reshape, Squeeze, Unsqueeze,
 Flatten, Transpose, Concat, Pad, Slice, Split, Expand, Gather, Tile, Resize, Constant,
-ConstantOfShape, Shape, ReduceX, ArgMax/ArgMin), opsets 7 to 21: where an attribute became
+ConstantOfShape, Shape, ReduceX, ArgMax/ArgMin), opsets 6 to 28: where an attribute became
 an input, the converter reads whichever the model has.
 
 Imports numpy and graph's builder modules and graph.frontend.onnx_base.
@@ -86,6 +86,16 @@ def _slice(ins, attrs, opset, outs):
         steps = const(ins[4], "steps") if len(ins) > 4 and ins[4] is not None else None
     big = np.iinfo(np.int64).max // 2  # ONNX writes "to the end" as INT64_MAX
     clamp = [int(max(min(v, big), -big)) for v in ends]
+    n = len(x.shape)
+    for k, a in enumerate(range(len(starts)) if axes is None else axes):
+        step = 1 if steps is None else int(steps[k])
+        if step and not isinstance(x.shape[int(a) % n], int):
+            continue
+        if step and not range(*slice(int(starts[k]), clamp[k], step).indices(
+                x.shape[int(a) % n])):
+            raise Refused("starts", f"the slice {int(starts[k])}:{int(ends[k])}:{step} of "
+                                    f"axis {int(a) % n} is empty (zero-size tensors are not "
+                                    f"supported)")
     return [transform.slice(x, [int(v) for v in starts], clamp, axes, steps, name=outs[0])]
 
 
@@ -175,17 +185,26 @@ def _reduce(op: str, new_opset: int):
                 return [apply("identity", [x], {}, outs[0])]
             axes = None
         keep = bool(attrs.get("keepdims", 1))
+        if not keep and len(axes if axes is not None else x.shape) == len(x.shape):
+            # a 0-d result: te declares no 0-d tensors, so keep the dims, then reshape
+            r = builder.REDUCE_FUNCTIONS[op](x, axes, True, name=f"{outs[0]}/keep")
+            return [transform.reshape(r, (), name=outs[0])]
         return [builder.REDUCE_FUNCTIONS[op](x, axes, keep, name=outs[0])]
     return Converter(fn, frozenset(("axes", "keepdims", "noop_with_empty_axes")))
 
 
 def _arg(op: str):
     def fn(ins, attrs, opset, outs):
-        if attrs.get("select_last_index", 0):
-            raise Refused("select_last_index", "only the first index (0) is supported")
-        axis = attrs.get("axis", 0) % len(ins[0].shape)
-        return [apply(op, [ins[0]], {"axis": axis, "keepdims": int(attrs.get("keepdims", 1))},
-                      outs[0])]
+        x = ins[0]
+        axis = attrs.get("axis", 0) % len(x.shape)
+        kw = {"axis": axis, "keepdims": int(attrs.get("keepdims", 1))}
+        if not attrs.get("select_last_index", 0):
+            return [apply(op, [x], kw, outs[0])]
+        # the last extreme index: the first one of the reversed axis, counted from the end
+        size = x.shape[axis]
+        flipped = transform.slice(x, [-1], [-size - 1], [axis], [-1], name=f"{outs[0]}/rev")
+        first = apply(op, [flipped], kw, f"{outs[0]}/first")
+        return [apply("subtract", [np.asarray(size - 1, np.int64), first], {}, outs[0])]
     return Converter(fn, frozenset(("axis", "keepdims", "select_last_index")))
 
 
@@ -213,7 +232,8 @@ LAYOUT_CONVERTERS = {
     **{onnx_op: _reduce(op, 18 if onnx_op != "ReduceSum" else 13) for onnx_op, op in (
         ("ReduceSum", "reduce_sum"), ("ReduceMean", "reduce_mean"), ("ReduceMax", "reduce_max"),
         ("ReduceMin", "reduce_min"), ("ReduceProd", "reduce_prod"), ("ReduceL1", "reduce_l1"),
-        ("ReduceL2", "reduce_l2"), ("ReduceSumSquare", "reduce_sum_square"))},
+        ("ReduceL2", "reduce_l2"), ("ReduceSumSquare", "reduce_sum_square"),
+        ("ReduceLogSum", "reduce_log_sum"), ("ReduceLogSumExp", "reduce_log_sum_exp"))},
     "ArgMax": _arg("argmax"),
     "ArgMin": _arg("argmin"),
 }

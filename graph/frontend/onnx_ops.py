@@ -1,5 +1,5 @@
 """The ONNX converter table: ONNX op type -> (the attributes it understands, a function
-building the op from graph builder calls), for opsets 7 to 21. The elementwise and nn
+building the op from graph builder calls), for opsets 6 to 28. The elementwise and nn
 converters are here, the layout, reduction and constant ones in onnx_layout.
 
 A converter takes (inputs as graph Values or None, attributes as Python values, opset,
@@ -18,6 +18,7 @@ from .. import builder, nn, transform
 from ..builder import apply
 from .onnx_base import DTYPES, Converter, Refused, const, only, row
 from .onnx_layout import LAYOUT_CONVERTERS
+from .onnx_math import MATH_CONVERTERS, legacy_broadcast
 
 
 # ---- elementwise ---------------------------------------------------------------------
@@ -32,8 +33,11 @@ def _unary(op: str, onnx_attrs=()):
 
 def _variadic(op: str, mean: bool = False):
     """Sum/Max/Min/Mean of any number of inputs (Add/Mul/... are the 2-input case): a
-    chain of binary nodes, the last one named as the ONNX output."""
+    chain of binary nodes, the last one named as the ONNX output. Before opset 7 the
+    2-input ops broadcast only with broadcast=1, B aligned at `axis` of A (legacy)."""
     def fn(ins, attrs, opset, outs):
+        if opset < 7 and len(ins) == 2:
+            ins = [ins[0], legacy_broadcast(ins, attrs, opset, outs[0])]
         acc = ins[0]
         last = len(ins) - 1 if not mean else len(ins)
         for k, v in enumerate(ins[1:], start=1):
@@ -43,7 +47,7 @@ def _variadic(op: str, mean: bool = False):
         elif len(ins) == 1:
             acc = apply("identity", [acc], {}, outs[0])
         return [acc]
-    return Converter(fn, frozenset())
+    return Converter(fn, frozenset(("broadcast", "axis")))
 
 
 def _gelu(ins, attrs, opset, outs):
@@ -67,6 +71,11 @@ def _cast(ins, attrs, opset, outs):
 
 
 def _dropout(ins, attrs, opset, outs):
+    # from opset 12 training_mode is an input; training drops at random (refused)
+    if len(ins) > 2 and ins[2] is not None and bool(const(ins[2], "training_mode")):
+        raise Refused("training_mode", "training mode (random dropout) is not supported")
+    if opset < 7 and not attrs.get("is_test", 0):
+        raise Refused("is_test", "training mode (is_test=0) is not supported")
     return [apply("identity", [ins[0]], {}, outs[0])]
 
 
@@ -176,6 +185,8 @@ def _pool(kind: str):
 def _batch_norm(ins, attrs, opset, outs):
     if attrs.get("training_mode", 0):
         raise Refused("training_mode", "only inference is supported")
+    if opset < 7 and not attrs.get("is_test", 0):
+        raise Refused("is_test", "training mode (is_test=0) is not supported")
     if opset < 9 and not attrs.get("spatial", 1):
         raise Refused("spatial", "spatial=0 is not supported")
     return [nn.batch_norm(*ins[:5], epsilon=attrs.get("epsilon", 1e-5), name=outs[0])]
@@ -200,17 +211,57 @@ def _softmax(fn, op: str):
     return Converter(convert, frozenset(("axis",)))
 
 
+def _prelu(ins, attrs, opset, outs):
+    x, slope = ins[0], ins[1]
+    if opset < 7 and len(slope.shape) == 1 and slope.shape[0] > 1 and len(x.shape) > 2:
+        # opset 6: a 1-d slope holds one value per channel (axis 1)
+        slope = transform.reshape(slope, tuple(slope.shape) + (1,) * (len(x.shape) - 2),
+                                  name=f"{outs[0]}/slope")
+    return [apply("prelu", [x, slope], {}, outs[0])]
+
+
 def _gemm(ins, attrs, opset, outs):
-    c = ins[2] if len(ins) > 2 else None
+    c = ins[2] if len(ins) > 2 and attrs.get("beta", 1.0) != 0 else None
     return [nn.gemm(ins[0], ins[1], c, attrs.get("alpha", 1.0), attrs.get("beta", 1.0),
                     attrs.get("transA", 0), attrs.get("transB", 0), name=outs[0])]
 
 
 def _layer_norm(ins, attrs, opset, outs):
+    x, scale = ins[0], ins[1]
+    only(attrs, "stash_type", (1,), 1)
+    n = len(x.shape)
+    axis = attrs.get("axis", -1) % n
+    eps = attrs.get("epsilon", 1e-5)
     bias = ins[2] if len(ins) > 2 and ins[2] is not None else builder.constant(
-        np.zeros(ins[1].shape, ins[1].dtype), name=f"{outs[0]}/bias")
-    return [nn.layer_norm(ins[0], ins[1], bias, attrs.get("axis", -1),
-                          attrs.get("epsilon", 1e-5), name=outs[0])]
+        np.zeros(scale.shape, scale.dtype), name=f"{outs[0]}/bias")
+    if axis == 0:  # every axis normalized: a leading 1 keeps the mean stage non-0-d
+        x1 = transform.reshape(x, (1,) + tuple(x.shape), name=f"{outs[0]}/lead")
+        y1 = nn.layer_norm(x1, scale, bias, 1, eps, name=f"{outs[0]}/y1")
+        y = transform.reshape(y1, x.shape, name=outs[0])
+    else:
+        y = nn.layer_norm(x, scale, bias, axis, eps, name=outs[0])
+    if len(outs) == 1:
+        return [y]
+    # the optional Mean and InvStdDev outputs (shape x.shape[:axis] + ones), from the
+    # builder's reductions
+    axes = list(range(axis, n))
+    mean = builder.REDUCE_FUNCTIONS["reduce_mean"](x, axes, True, name=outs[1] or None)
+    dev = apply("subtract", [x, mean], {}, f"{outs[0]}/dev")
+    var = builder.REDUCE_FUNCTIONS["reduce_mean"](apply("multiply", [dev, dev], {},
+                                                        f"{outs[0]}/sq"), axes, True,
+                                                  name=f"{outs[0]}/var")
+    std = apply("sqrt", [apply("add", [var, float(eps)], {}, f"{outs[0]}/var_eps")], {},
+                f"{outs[0]}/std")
+    return [y, mean, apply("reciprocal", [std], {}, outs[2] if len(outs) > 2 and outs[2]
+                           else None)]
+
+
+def _matmul(ins, attrs, opset, outs):
+    a, b = ins[0], ins[1]
+    if len(a.shape) == 1 and len(b.shape) == 1:  # a 0-d dot product: (1, K) @ (K,)
+        a2 = transform.reshape(a, (1, a.shape[0]), name=f"{outs[0]}/a2d")
+        return [transform.reshape(nn.matmul(a2, b, name=f"{outs[0]}/1"), (), name=outs[0])]
+    return [nn.matmul(a, b, name=outs[0])]
 
 
 _WINDOW = ("auto_pad", "kernel_shape", "pads", "strides", "dilations")
@@ -231,12 +282,12 @@ CONVERTERS = {
     "Cast": row(_cast, "to", "saturate"),
     "Dropout": row(_dropout, "ratio", "seed", "is_test"),
     **{onnx_op: _variadic(op) for onnx_op, op in (
-        ("Add", "add"), ("Sub", "subtract"), ("Mul", "multiply"), ("Div", "divide"),
-        ("Pow", "power"), ("Equal", "equal"), ("Less", "less"), ("Greater", "greater"),
+        ("Add", "add"), ("Sub", "subtract"), ("Mul", "multiply"),
+        ("Equal", "equal"), ("Less", "less"), ("Greater", "greater"),
         ("And", "logical_and"), ("Or", "logical_or"), ("Sum", "add"), ("Max", "maximum"),
         ("Min", "minimum"))},
     "Mean": _variadic("add", mean=True),
-    "PRelu": _variadic("prelu"),
+    "PRelu": row(_prelu),
     "Conv": row(_one_d(_conv), "group", *_WINDOW),
     "ConvTranspose": row(_conv_transpose, "group", "output_padding", "output_shape", *_WINDOW),
     "MaxPool": row(_one_d(_pool("MaxPool")), "ceil_mode", "storage_order", *_WINDOW),
@@ -252,7 +303,8 @@ CONVERTERS = {
     "InstanceNormalization": row(lambda ins, a, o, outs: [nn.instance_norm(
         *ins[:3], epsilon=a.get("epsilon", 1e-5), name=outs[0])], "epsilon"),
     "Where": row(lambda ins, a, o, outs: [transform.where(*ins[:3], name=outs[0])]),
-    "Gemm": row(_gemm, "alpha", "beta", "transA", "transB"),
-    "MatMul": row(lambda ins, a, o, outs: [nn.matmul(ins[0], ins[1], name=outs[0])]),
+    "Gemm": row(_gemm, "alpha", "beta", "transA", "transB", "broadcast"),
+    "MatMul": row(_matmul),
     "LayerNormalization": row(_layer_norm, "axis", "epsilon", "stash_type"),
+    **MATH_CONVERTERS,
 }

@@ -38,6 +38,24 @@ def _gelu(e, approximate="none"):
     return 0.5 * e * (1.0 + te.erf(e * (1.0 / math.sqrt(2.0))))
 
 
+# te intrinsics that only libm computes (scalar calls in the kernel); ONNX's
+# converters take float32 and float64 to them
+LIBM_UNARY = ("acos", "asin", "atan", "acosh", "asinh", "atanh", "cosh", "sinh", "tan")
+
+
+def _is_inf(e, detect_negative=1, detect_positive=1):
+    inf = te.const(float("inf"), e.dtype)
+    pos = e == inf if detect_positive else te.const(False, "bool")
+    neg = e == _zero(e) - inf if detect_negative else te.const(False, "bool")
+    return te.logical_or(pos, neg)
+
+
+def _shrink(e, bias=0.0, lambd=0.5):
+    return te.if_then_else(e < te.const(-lambd, e.dtype), e + te.const(bias, e.dtype),
+                           te.if_then_else(e > te.const(lambd, e.dtype),
+                                           e - te.const(bias, e.dtype), _zero(e)))
+
+
 def _sign(e):
     return te.if_then_else(e > _zero(e), _one(e),
                            te.if_then_else(e < _zero(e), te.const(-1, e.dtype), _zero(e)))
@@ -71,6 +89,18 @@ UNARY = {
     "cast": lambda e, dtype: e.astype(dtype),
     "identity": lambda e: e,
     "logical_not": te.logical_not,
+    "round": te.round,  # halves to even, as ONNX Round
+    "sin": te.sin,
+    "cos": te.cos,
+    **{name: getattr(te, name) for name in LIBM_UNARY},
+    "is_nan": lambda e: e != e,
+    "is_inf": _is_inf,
+    "celu": lambda e, alpha=1.0: te.max(e, _zero(e)) + te.min(
+        _zero(e), alpha * (te.exp(e * (1.0 / alpha)) - 1.0)),
+    "thresholded_relu": lambda e, alpha=1.0: te.if_then_else(
+        e > te.const(alpha, e.dtype), e, _zero(e)),
+    "shrink": _shrink,
+    "mish": lambda e: e * te.tanh(te.log(te.exp(e) + 1.0)),
 }
 
 # op -> scalar function of (lhs, rhs); comparisons and logic give bool
@@ -79,14 +109,23 @@ BINARY = {
     "subtract": lambda a, b: a - b,
     "multiply": lambda a, b: a * b,
     "divide": lambda a, b: a / b,
+    "trunc_divide": te.truncdiv,  # integer division rounding toward zero (C, ONNX Div)
+    "floor_mod": te.floormod,     # integer remainder with the divisor's sign (Python %)
+    "trunc_mod": te.truncmod,     # integer remainder with the dividend's sign (C %)
+    # float remainder with the dividend's sign (C fmod) as a - trunc(a / b) * b: exact
+    # while a / b is (its quotient below 2**24 in float32)
+    "fmod": lambda a, b: a - te.trunc(a / b) * b,
     "power": te.power,
     "maximum": lambda a, b: te.max(a, b),
     "minimum": lambda a, b: te.min(a, b),
     "equal": lambda a, b: a == b,
     "less": lambda a, b: a < b,
     "greater": lambda a, b: a > b,
+    "less_equal": lambda a, b: a <= b,
+    "greater_equal": lambda a, b: a >= b,
     "logical_and": te.logical_and,
     "logical_or": te.logical_or,
+    "logical_xor": lambda a, b: a != b,
     "prelu": lambda a, b: te.if_then_else(a < _zero(a), a * b, a),
 }
 

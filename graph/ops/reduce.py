@@ -1,5 +1,5 @@
-"""Reductions over static axes: sum, mean, max, min, prod, L1, L2, sum of squares; argmax
-and argmin.
+"""Reductions over static axes: sum, mean, max, min, prod, L1, L2, sum of squares, log of
+the sum (of exps); argmax and argmin.
 
 One compute for the family (te.compute.ops.reduction.reduce_over) with the per-element
 map, the combiner and the final map as table data. Imports te's public API,
@@ -25,6 +25,8 @@ REDUCE = {
     "reduce_l1": (te.abs, te.sum, None),
     "reduce_l2": (lambda e: e * e, te.sum, lambda r, count: te.sqrt(r)),
     "reduce_sum_square": (lambda e: e * e, te.sum, None),
+    "reduce_log_sum": (lambda e: e, te.sum, lambda r, count: te.log(r)),
+    "reduce_log_sum_exp": (te.exp, te.sum, lambda r, count: te.log(r)),
 }
 
 
