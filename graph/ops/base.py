@@ -74,4 +74,9 @@ def infer(opdef: OpDef, types: list, attrs: dict, node_name: str) -> list:
     except TypeError as e:  # a missing or unknown attribute keyword
         raise GraphError(f"{opdef.name} '{node_name}': attributes {sorted(attrs)} do not "
                          f"fit the op ({e})") from None
-    return [(t.dtype, tuple(static(d) for d in t.shape)) for t in outs]
+    # an elementwise op of 0-d values is 0-d (te computes it as one element, like them);
+    # expand's shape comes from its attribute instead
+    scalar = (bool(types) and all(len(shape) == 0 for _, shape in types)
+              and opdef.pattern in (Pattern.ELEMWISE, Pattern.BROADCAST)
+              and opdef.name != "expand")
+    return [(t.dtype, () if scalar else tuple(static(d) for d in t.shape)) for t in outs]

@@ -111,3 +111,15 @@ def test_every_op_has_a_pattern_and_a_compute():
 def test_the_readme_shows_the_op_table_as_generated():
     readme = (__import__("pathlib").Path(__file__).parents[2] / "README.md").read_text()
     assert graph.ops.markdown_table() in readme
+
+
+def test_elementwise_ops_of_0d_values_are_0d_at_every_level():
+    x = graph.input("x", ())
+    two = graph.constant(np.asarray(2.0, np.float32), name="two")
+    y = graph.add(graph.cast(x, "float64", name="x64"), graph.cast(two, "float64"), name="y")
+    e = graph.expand(x, (1,), name="e")
+    assert (y.shape, e.shape) == ((), (1,))
+    for level in ("O0", "O1"):
+        out, ex = graph.compile(graph.Graph([y, e]), level=level).run(
+            {"x": np.asarray(1.5, np.float32)})
+        assert (out.shape, out.dtype, float(out), ex.shape) == ((), np.float64, 3.5, (1,))
