@@ -20,6 +20,8 @@ from typing import Any, Callable, NoReturn, Protocol
 from . import cpu, elf, threadpool
 from .checker import ArgumentChecker
 from .errors import RuntimeBuildError
+from . import packed
+from .packed import PACKED_STATUS
 from .signature import BOUNDS_STATUS, RECORD_FIELDS, ArgSpec, KernelSignature, ScalarSpec
 from .timer import TimeResult, check_timing_parameters, time_function
 
@@ -110,6 +112,8 @@ class Module:
             self._raise_status(status, record)
 
     def _raise_status(self, status: int, record=None) -> None:
+        if status == PACKED_STATUS:  # a Python function it called (call_packed) raised
+            raise packed.take_error()
         if status == BOUNDS_STATUS and record is not None:
             code, index, extent = record
             k, store = divmod(code, 2)

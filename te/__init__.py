@@ -10,12 +10,14 @@ from .compute.api import (abs, acos, acosh, all, any, asin, asinh, atan, atanh, 
                           sin, sinh, size_var, sqrt, sum, tan, tanh, thread_axis, trunc,
                           truncdiv, truncmod, var)
 from .compute.expr import Expr, Var, structural_equal
+from .compute.scan_extern import scan
 from .compute.tensor import IterVar, Range, Tensor
 from .errors import (ArgumentError, BuildError, ComputeError, DTypeError, LoweringError,
                      ScheduleError, ShapeError, TEError)
 from .schedule.schedule import Schedule, create_schedule
 from .schedule.stage import Stage
 from .build import build, lower
+from .lower.extern_api import call_packed, decl_buffer, extern
 from .target import Target
 from .autotune.api import autotune  # noqa: E402  (a callable carrying the template API)
 from runtime import ndarray as nd  # noqa: E402

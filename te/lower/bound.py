@@ -18,6 +18,7 @@ from ..errors import LoweringError
 from ..schedule.stage import (INLINE, ROOT, SCOPE, FuseRel, SplitRel, Stage, fused_extent,
                               loop_dtype, loop_extent_max, split_extents)
 from .arith import Analyzer, interval
+from .scan_extern import WHOLE_OPS, scan_updated_by, update_region, whole_bounds
 
 
 @dataclass
@@ -112,11 +113,17 @@ def infer_bounds(stages: list, bodies: dict, readers: dict) -> dict:
     """
     result: dict = {}
     for st in reversed(stages):
+        if isinstance(st.op, WHOLE_OPS):
+            result[st] = StageBounds(*whole_bounds(st))
+            continue
         if not isinstance(st.op, ComputeOp) or st.attach_type == INLINE:
             continue
         ana = Analyzer()
+        scan = scan_updated_by(st)
         if st.attach_type == ROOT:
             root = {iv: iv.dom for iv in _roots(st)}
+        elif scan is not None:
+            root = update_region(st, scan)
         else:
             root = _attached_region(st, bodies, readers, result, ana)
         b = StageBounds(root=root)

@@ -11,8 +11,15 @@ from .visitor import pre_order_exprs, walk_stmts
 
 
 def stored_buffers(s: ir.Stmt) -> set:
-    """The data Vars of every buffer that `s` stores to."""
-    return {n.buffer.data for n in walk_stmts(s) if isinstance(n, ir.Store)}
+    """The data Vars of every buffer that `s` stores to, or hands to an extern call that
+    may write it."""
+    found = {n.buffer.data for n in walk_stmts(s) if isinstance(n, ir.Store)}
+
+    def visit(e):
+        if isinstance(e, (ir.AccessPtr, ir.BufferArg)) and e.write:
+            found.add(e.buffer.data)
+    pre_order_exprs(s, visit)
+    return found
 
 
 def allocated_buffers(s: ir.Stmt, scope: str | None = None) -> set:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..compute import expr as E
 from ..compute.expr import Const, Reduce, TensorLoad, Var
+from ..compute.scan_extern import ScanOp
 from ..compute.tensor import DATA_PAR, REDUCE, ComputeOp
 from ..errors import LoweringError
 from ..schedule.schedule import Schedule
@@ -22,6 +23,8 @@ from .bound import enclosing_loops, infer_bounds, leaf_to_root, root_value
 from .compute_with import check_extents, check_same_iteration, fusions, inner_part
 from .index_width import exact_indices
 from .prefetch import prefetch_stmt
+from .scan_extern import (WHOLE_OPS, aliased_ops, extern_nest, init_stages,
+                          scan_nest, scan_updated_by, time_axes, whole_region)
 from .static_bounds import check_static_reads
 
 
@@ -91,6 +94,7 @@ class LoopBuilder:
     def __init__(self, sch: Schedule, bodies: dict, bounds: dict, arg_tensors: list):
         self.sch, self.bodies, self.bounds = sch, bodies, bounds
         self.arg_ops = {t.op for t in arg_tensors}
+        self.arg_tensors = set(arg_tensors)
         self.attached: dict = {}
         self.reads: dict = {}  # stage -> (body over leaf vars, Analyzer), for prefetch
         for st in sch.stages:
@@ -99,6 +103,9 @@ class LoopBuilder:
         self.fusions = fusions(sch, self.attached)  # parent -> [(stage, depth)]
         self.fused_into = {st for group in self.fusions.values() for st, _ in group}
         self.shared_parts: dict = {}  # (parent, leaf) -> fused stages' parts in that loop
+        self.scan_inits = init_stages(sch)  # built inside their scan's nest
+        self.aliased = aliased_ops(sch)  # stored in a scan's output: no storage of their own
+        self.scan_times = {st: st.op.axis[0] for st in bounds if scan_updated_by(st)}
 
     def build(self) -> ir.Stmt:
         for st in self.bounds:
@@ -109,7 +116,8 @@ class LoopBuilder:
                                         f"afterwards; prefetch at a current loop")
                 if attr.pipeline is not None:
                     _check_pipeline(st, iv, attr.pipeline)
-        roots = [st for st in self.sch.stages if st in self.bounds and st.attach_type == ROOT]
+        roots = [st for st in self.sch.stages if st in self.bounds and st.attach_type == ROOT
+                 and st not in self.scan_inits]
         return self._wrap_stages(roots, None)
 
     def _wrap_stages(self, stages: list, inner: ir.Stmt | None) -> ir.Stmt:
@@ -117,11 +125,18 @@ class LoopBuilder:
         for st in reversed(stages):
             if st not in self.fused_into:  # else its nest is inside its parent's loops
                 body = ir.seq(self.stage_nest(st), body)
-            if st.op not in self.arg_ops:
+            if isinstance(st.op, WHOLE_OPS) or (st.op not in self.arg_ops
+                                                and st.op not in self.aliased):
                 body = self._realize(st, body)
         return body
 
     def _realize(self, st: Stage, body: ir.Stmt) -> ir.Stmt:
+        if isinstance(st.op, WHOLE_OPS):
+            for k in reversed(range(st.op.num_outputs)):
+                out = st.op.output(k)
+                if out not in self.arg_tensors:
+                    body = ir.ProducerRealize(out, whole_region(out), st.scope, body)
+            return body
         b = self.bounds[st]
         region = tuple(b.root[iv] for iv in st.op.axis)
         aligns = tuple((list(st.op.axis).index(iv), f, o) for iv, f, o in st.storage_aligns)
@@ -131,6 +146,11 @@ class LoopBuilder:
 
     # -- one stage ----------------------------------------------------------------------
     def stage_nest(self, st: Stage) -> ir.Stmt:
+        if isinstance(st.op, ScanOp):
+            inits = [self.stage_nest(s) for s, scan in self.scan_inits.items() if scan is st]
+            return scan_nest(st, inits, self._loops(st, st.leaf_iter_vars, ir.SeqStmt(())))
+        if not isinstance(st.op, ComputeOp):
+            return extern_nest(st)
         b = self.bounds[st]
         ana = Analyzer()
         for stage, iv in enclosing_loops(st) + [(st, iv) for iv in st.leaf_iter_vars]:
@@ -182,7 +202,8 @@ class LoopBuilder:
         itv = interval(offset, leaf_ranges, ana)
         if itv is None or not ana.can_prove(E.binary("lt", itv[1], r.extent)):
             conds.append(ana.simplify(E.binary("lt", offset, r.extent)))
-        if r is not iv.dom:  # an attached region may reach outside the op's domain
+        inside = self.scan_times.get(st) is iv  # one time step of its scan: in the domain
+        if r is not iv.dom and not inside:  # an attached region may reach outside the domain
             conds.append(ana.simplify(E.binary("ge", value, iv.dom.min)))
             conds.append(ana.simplify(E.binary("lt", value, iv.dom.min + iv.dom.extent)))
         return _conj(conds)
@@ -308,7 +329,7 @@ def schedule_to_stmt(sch: Schedule, arg_tensors: list, index_limit: int) -> ir.S
     """The full loop nest of a schedule (before flattening); sizes and dimensions are below
     `index_limit` (the target's)."""
     bodies = inline_bodies(sch)
-    check_static_reads(bodies)
+    check_static_reads(bodies, time_axes(sch))
     bodies = exact_indices(bodies, arg_tensors, index_limit)
     computed = [st for st in sch.stages if st in bodies]
     bounds = infer_bounds(sch.stages, bodies, _readers(computed, bodies))

@@ -49,11 +49,86 @@ class Buffer:
     data: Var
     scope: str = "global"
     align: int = 64
+    # A buffer declared by the user (te.decl_buffer, te.extern's ins/outs) views part of a
+    # tensor: elem_offset (an Expr, often a Var bound when it is) is where its element 0
+    # lies in the storage of `data`; offset_factor: elem_offset is a multiple of it.
+    elem_offset: Any = None
+    offset_factor: int = 0
 
     __hash__ = object.__hash__
 
     def __repr__(self):
         return f"Buffer({self.name}, {self.dtype})"
+
+    def access_ptr(self, access_mask="rw", ptr_type: str = "handle", content_lanes: int = 1,
+                   offset=0) -> "AccessPtr":
+        """The address of element `offset` of this buffer (TVM's Buffer.access_ptr), for an
+        extern call; access_mask ("r", "w", "rw") says whether the callee writes it."""
+        mask = access_mask if isinstance(access_mask, str) else \
+            ("r" if access_mask & 1 else "") + ("w" if access_mask & 2 else "")
+        if not mask or set(mask) - set("rw"):
+            raise ValueError(f"access_ptr of buffer '{self.name}': access_mask must be 'r', "
+                             f"'w' or 'rw', got {access_mask!r}")
+        start = self.elem_offset if self.elem_offset is not None else E.const(0)
+        return AccessPtr("handle", self, E.as_expr(start) + E.as_expr(offset), "w" in mask)
+
+    def vload(self, begin, dtype: str | None = None) -> "Load":
+        """The element at multi-dimensional index `begin` (TVM's Buffer.vload)."""
+        begin = begin if isinstance(begin, (list, tuple)) else [begin]
+        index = self.elem_offset if self.elem_offset is not None else E.const(0)
+        for i, stride in zip(begin, self.strides):
+            index = index + E.as_expr(i) * stride
+        return Load(dtype or self.dtype, self, index)
+
+
+@dataclass(frozen=True, eq=False)
+class AccessPtr(Expr):
+    """&buffer.data[offset] as a "handle" (an untyped pointer), for an extern call; write:
+    whether the callee may store through it (the buffer is then an output)."""
+    buffer: Buffer
+    offset: Expr
+    write: bool = False
+
+    def expr_children(self) -> tuple:
+        return (self.offset,)
+
+    def with_expr_children(self, new: tuple) -> "AccessPtr":
+        return dataclasses.replace(self, offset=new[0])
+
+
+@dataclass(frozen=True, eq=False)
+class BufferArg(Expr):
+    """A buffer handed to a packed function whole: its element `offset` of `buffer.data`
+    is element 0 of an array of `shape` and `strides` (elements); the callee receives an
+    array viewing that memory. write: the callee may store into it."""
+    buffer: Buffer
+    offset: Expr
+    shape: tuple
+    strides: tuple
+    write: bool = False
+
+    def expr_children(self) -> tuple:
+        return (self.offset,) + tuple(self.shape) + tuple(self.strides)
+
+    def with_expr_children(self, new: tuple) -> "BufferArg":
+        n = len(self.shape)
+        return dataclasses.replace(self, offset=new[0], shape=tuple(new[1:1 + n]),
+                                   strides=tuple(new[1 + n:]))
+
+
+@dataclass(frozen=True, eq=False)
+class PackedCall(Expr):
+    """Calls the Python function registered as `name` (runtime.packed) with `args`
+    (BufferArgs and scalars); its int32 value is 0, or the kernel stops with the error
+    the function raised."""
+    name: str
+    args: tuple
+
+    def expr_children(self) -> tuple:
+        return self.args
+
+    def with_expr_children(self, new: tuple) -> "PackedCall":
+        return dataclasses.replace(self, args=tuple(new))
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,6 +249,26 @@ class Store(Stmt):
     buffer: Buffer
     index: Expr
     value: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class BufferBind(Stmt):
+    """Before storage flattening only: `body` reads and writes user-declared buffers
+    (te.extern's, a tensor intrinsic's); binds holds (declared buffer, tensor, region
+    mins or None for the whole tensor, written), and storage_flatten puts each declared
+    buffer on the storage of its tensor at that region; `body` may write the written ones
+    through pointers (an extern call) as well as by Store."""
+    binds: tuple
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class AliasScope(Stmt):
+    """Before storage flattening only: inside `body` each tensor of `aliases` ((tensor,
+    target), ...) is stored in target's storage, at the same coordinates (a scan's init,
+    update and state tensors all live in the scan's output)."""
+    aliases: tuple
+    body: Stmt
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,7 +20,9 @@ from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE
 from . import ir
 from .func import PrimFunc
+from .bound import enclosing_loops
 from .build_loops import schedule_to_stmt
+from .scan_extern import check_scans
 from .passes.bound_checkers import instrument_bound_checkers
 from .passes.device_split import split_host_device
 from .passes.loop_partition import partition_loops
@@ -129,6 +131,7 @@ def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target,
                             f"got {stop_after!r}")
     dump_after = dump_after or os.environ.get("TE_DUMP_IR")
     tensors = _check_args(sch, args)
+    check_scans(sch, enclosing_loops)  # first: a split time loop would fail the next one
     _check_attachments(sch, tensors)
     func = _front(sch, tensors, name, target, dump_after, stop_after)
     if stop_after in FRONT:

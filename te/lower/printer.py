@@ -183,6 +183,17 @@ class _Printer:
             head += " align=[" + ", ".join(f"({a}, {f}, {o})" for a, f, o in s.align) + "]"
         yield from self.block(head, s.body, depth)
 
+    def stmt_AliasScope(self, s: ir.AliasScope, depth: int):
+        names = ", ".join(f"{self.storage(t)} in {self.storage(target)}"
+                          for t, target in s.aliases)
+        yield from self.block(f"alias {names}", s.body, depth)
+
+    def stmt_BufferBind(self, s: ir.BufferBind, depth: int):
+        names = ", ".join(f"{self.storage(b)} = {self.storage(t)}"
+                          + (f"[{self.exprs(mins)}:]" if mins is not None else "")
+                          for b, t, mins, _ in s.binds)
+        yield from self.block(f"bind {names}", s.body, depth)
+
     def stmt_Store(self, s: ir.Store, depth: int) -> None:
         self.lines.append(f"{INDENT * depth}{self.storage(s.buffer)}"
                           f"[{self.expr(s.index, top=True)}] = {self.expr(s.value, top=True)}")
@@ -246,6 +257,14 @@ class _Printer:
             return f"{name}(&{self.expr(e.load, top=True)}{hint})"
         if isinstance(e, ir.Load):
             return f"{self.storage(e.buffer)}[{self.expr(e.index, top=True)}]"
+        if isinstance(e, ir.AccessPtr):
+            mode = "w" if e.write else "r"
+            return f"access_ptr({self.storage(e.buffer)}, {self.expr(e.offset, True)}, {mode!r})"
+        if isinstance(e, ir.BufferArg):
+            return self.storage(e.buffer)
+        if isinstance(e, ir.PackedCall):
+            args = [repr(e.name)] + [self.expr(a, True) for a in e.args]
+            return f"call_packed({', '.join(args)})"
         if isinstance(e, ir.CheckedIndex):  # index, checked to be in [0, extent)
             return f"checked({self.exprs((e.index, e.extent))})"
         if isinstance(e, E.TensorLoad):

@@ -22,13 +22,16 @@ from .printer import print_expr
 _MAX_CORNERS = 1024  # 2**10: the axes one index and its guards can mention
 
 
-def check_static_reads(bodies: dict) -> None:
+def check_static_reads(bodies: dict, narrowed: dict | None = None) -> None:
     """Raise a LoweringError for the first read of bodies (stage -> exprs) that leaves its
-    tensor at some iteration of the stage's domain."""
+    tensor at some iteration of the stage's domain. narrowed: axis IterVar -> (lo, hi),
+    the values it takes where that is less than its domain (a scan body's time axis)."""
     for st, body in bodies.items():
         box = {}
         for iv in tuple(st.op.axis) + tuple(st.op.reduce_axis):
-            if isinstance(iv.dom.min, Const) and isinstance(iv.dom.extent, Const):
+            if narrowed and iv in narrowed:
+                box[iv.var] = narrowed[iv]
+            elif isinstance(iv.dom.min, Const) and isinstance(iv.dom.extent, Const):
                 lo = int(iv.dom.min.value)
                 box[iv.var] = (lo, lo + int(iv.dom.extent.value) - 1)
         reads: list = []

@@ -37,6 +37,8 @@ def stmt_children(s: ir.Stmt) -> tuple:
         return (s.extent,), (s.body,)
     if isinstance(s, ir.ParallelTask):
         return (), (s.loop,)
+    if isinstance(s, (ir.BufferBind, ir.AliasScope)):
+        return (), (s.body,)
     raise TypeError(f"unknown statement {type(s).__name__}")
 
 
@@ -212,6 +214,8 @@ def rebuild_stmt(s: ir.Stmt, ex: tuple, st: tuple) -> ir.Stmt:
         return r(s, extent=ex[0], body=st[0])
     if isinstance(s, ir.ParallelTask):
         return r(s, loop=st[0])
+    if isinstance(s, (ir.BufferBind, ir.AliasScope)):
+        return r(s, body=st[0])
     raise TypeError(f"unknown statement {type(s).__name__}")
 
 

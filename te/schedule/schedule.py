@@ -7,11 +7,12 @@ recorded steps (steps.py). Imports te.compute, stage, dataflow and steps.
 """
 from __future__ import annotations
 
+from ..compute.scan_extern import ScanOp
 from ..compute.tensor import IterVar, Operation, Tensor
 from ..errors import ScheduleError
 from . import dataflow
 from . import steps as S
-from .stage import INLINE, Stage
+from .stage import INLINE, SCOPE, Stage
 
 
 class Schedule:
@@ -26,6 +27,17 @@ class Schedule:
             self._add_stage(op)
         for op in self.outputs:
             self.stage_map[op].is_output = True
+        self._attach_scan_bodies()
+
+    def _attach_scan_bodies(self) -> None:
+        """Each scan's body stages run once per time step: inside the scan's loop (TVM
+        attaches them so at create_schedule too; compute_at may move one deeper)."""
+        for st in self.stages:
+            if isinstance(st.op, ScanOp):
+                for op in st.op.body_ops():
+                    body_stage = self.stage_map[op]
+                    body_stage.attach_type = SCOPE
+                    body_stage.attach_stage, body_stage.attach_ivar = st, st.op.scan_axis
 
     def _add_stage(self, op, position: int | None = None) -> Stage:
         st = Stage(op, self)

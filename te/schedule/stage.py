@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from .. import dtype as dt
 from ..compute import expr as E
 from ..compute.expr import Const, Var
+from ..compute.scan_extern import ExternOp, ScanOp
 from ..compute.tensor import (REDUCE, THREAD, ComputeOp, IterVar, Operation, PlaceholderOp, Range,
                               Tensor)
 from ..errors import ScheduleError
@@ -135,6 +136,8 @@ class Stage:
     def reset_loops(self) -> None:
         roots = list(self.op.axis) + list(self.op.reduce_axis) \
             if isinstance(self.op, ComputeOp) else []
+        if isinstance(self.op, ScanOp):
+            roots = [self.op.scan_axis]  # its one loop: time
         self.all_iter_vars: list = list(roots)
         self.leaf_iter_vars: list = list(roots)
         self.relations: list = []
@@ -502,5 +505,9 @@ class Stage:
         if isinstance(self.op, PlaceholderOp):
             raise ScheduleError(f"{who}: '{self.name}' is a placeholder (an input); it has "
                                 f"no computation to place")
+        if isinstance(self.op, (ScanOp, ExternOp)):
+            kind = "te.scan" if isinstance(self.op, ScanOp) else "te.extern"
+            raise ScheduleError(f"{who}: '{self.name}' is a {kind} result, computed whole "
+                                f"at the top of the function; it cannot be placed elsewhere")
 
 

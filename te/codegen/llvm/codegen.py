@@ -26,6 +26,7 @@ from ...lower.arith import Analyzer
 from ...lower.visitor import run_frames, walk_stmts
 from . import bounds
 from . import intrinsics as cgmath
+from . import packed
 from . import parallel as par
 from .reuse import BlockValues
 from .types import I1, I8, I32, I64, PTR, intrinsic, ll_type
@@ -436,7 +437,8 @@ class FuncGen(BlockValues):
         try:
             for node in E.post_order(e, self._emitted_or_lazy):
                 self._emitted[id(node)] = (node, self._emit(node))
-                if isinstance(node, E.Call) and node.extern:
+                if (isinstance(node, E.Call) and node.extern) or \
+                        isinstance(node, tir.PackedCall):
                     self._emitted = {}  # it may write memory: later loads read again
             hit = self._emitted.get(id(e))
             return hit[1] if hit is not None and hit[0] is e else self._emit(e)
@@ -447,7 +449,8 @@ class FuncGen(BlockValues):
         """Whether expr() leaves e's subtree alone: emitted already, a lazy select, or a
         load (its index is emitted as index arithmetic, see index_value)."""
         hit = self._emitted.get(id(e))
-        return (hit is not None and hit[0] is e) or isinstance(e, (tir.Load, tir.Prefetch)) or (
+        return (hit is not None and hit[0] is e) or isinstance(
+            e, (tir.Load, tir.Prefetch, tir.AccessPtr, tir.PackedCall)) or (
             isinstance(e, E.Select) and not (_is_safe(e.true_value) and _is_safe(e.false_value)))
 
     def _emit(self, e: E.Expr) -> ir.Value:
@@ -711,6 +714,16 @@ class FuncGen(BlockValues):
             self.forget_memory()
         return value
 
+    def expr_AccessPtr(self, e: tir.AccessPtr) -> ir.Value:
+        return packed.access_ptr(self, e)
+
+    def expr_PackedCall(self, e: tir.PackedCall) -> ir.Value:
+        return packed.packed_call(self, e)
+
+    def expr_BufferArg(self, e: tir.BufferArg) -> ir.Value:
+        raise BuildError(f"buffer '{e.buffer.name}' is passed whole outside a call_packed; "
+                         f"pass buffer.access_ptr(...) to an extern function instead")
+
     def expr_Prefetch(self, e: tir.Prefetch) -> ir.Value:
         return cgmath.prefetch(self, e.load, e.write, e.locality)
 
@@ -814,7 +827,8 @@ def _is_safe(e: E.Expr) -> bool:
     unsafe = []
 
     def visit(node):
-        if isinstance(node, tir.Load) or (isinstance(node, E.Call) and node.extern):
+        if isinstance(node, (tir.Load, tir.PackedCall)) or (isinstance(node, E.Call)
+                                                             and node.extern):
             unsafe.append(node)
         elif (isinstance(node, E.Binary) and node.op in _INT_DIV_OPS
               and not dt.is_float(node.dtype)):

@@ -12,6 +12,7 @@ from ...compute.expr import Const, TensorLoad, Var
 from ...errors import LoweringError
 from .. import ir
 from ..arith import Analyzer
+from ..bind_buffers import bind_buffers
 from ..visitor import Mutator
 
 
@@ -79,6 +80,32 @@ class _Flatten(Mutator):
         body = yield s.body  # a generator frame: root stages nest (see Mutator.visit_stmt)
         size = self.ana.simplify(buf.strides[0] * shape[0]) if shape else E.const(1)
         return ir.Allocate(buf, size, body)
+
+    def visit_AliasScope(self, s: ir.AliasScope) -> ir.Stmt:
+        for tensor, target in s.aliases:
+            self.buffers[tensor] = self.buffers[target]
+        return (yield s.body)
+
+    def visit_BufferBind(self, s: ir.BufferBind) -> ir.Stmt:
+        binding = {}
+        for decl, tensor, mins, written in s.binds:
+            if tensor not in self.buffers:
+                raise LoweringError(f"tensor '{tensor.name}' is bound to buffer "
+                                    f"'{decl.name}' but is neither an argument nor computed "
+                                    f"in this function; add it to the argument list")
+            real, real_mins = self.buffers[tensor]
+            binding[decl] = (real, self._offset(real, real_mins, mins), written)
+        return (yield bind_buffers(s.body, binding, self.ana))
+
+    def _offset(self, buf: ir.Buffer, real_mins, mins) -> E.Expr:
+        """The flat offset of coordinates `mins` (None: the start) of a realized region."""
+        offset = E.const(0)
+        for k, stride in enumerate(buf.strides):
+            lo = mins[k] if mins is not None else E.const(0)
+            if real_mins is not None:
+                lo = lo - real_mins[k]
+            offset = offset + lo * stride
+        return self.ana.simplify(offset)
 
     def visit_ProducerStore(self, s: ir.ProducerStore) -> ir.Stmt:
         indices = tuple(self.visit_expr(i) for i in s.indices)
