@@ -2,7 +2,8 @@
 
 conv2d_compute picks conv2d_nchw_gemm (a GEMM over padded, phase-split rows with a
 register-tiled micro-kernel) where the per-group channel counts fill a register tile, else
-conv2d_nchw (direct; depthwise and narrow grouped convs). schedule_conv2d takes the kernel's
+conv2d_nchw_phased (direct, over a phase-split padded input: depthwise and narrow grouped
+convs; conv2d_nchw where shapes are symbolic). schedule_conv2d takes the kernel's
 output tensor: the conv's own output, or one elementwise stage over it (a fused epilogue:
 bias, relu, residual add) that is then computed in the conv's final (cropping) loop. It
 finds the conv's stages by tag. Imports te.compute, te.schedule, te.errors and
@@ -47,6 +48,9 @@ def conv2d_compute(data: Tensor, kernel: Tensor, strides=1, padding=0, dilation=
                 kernel.shape[3].value) >= MIN_GEMM_REDUCTION:
         return ops.conv2d_nchw_gemm(data, kernel, strides, padding, dilation, groups,
                                     tile=conv2d_tile(data.dtype), name=name)
+    if static:
+        return ops.conv2d_nchw_phased(data, kernel, strides, padding, dilation, groups,
+                                      name=name)
     return ops.conv2d_nchw(data, kernel, strides, padding, dilation, groups, name=name)
 
 
@@ -175,6 +179,9 @@ def _schedule_direct(out: Tensor, found: list, conv: ComputeOp):
     pad = _by_tag(found, ("pad",))
     if pad is not None:
         s[pad].parallel(s[pad].fuse(*s[pad].op.axis[:2]))
+        if len(pad.axis) == 6:          # conv2d_nchw_phased's: each phase row vectorized
+            cols = int(pad.output(0).shape[5].value)
+            s[pad].vectorize(s[pad].split(pad.axis[5], factor=max(1, min(lanes, cols)))[1])
     return s
 
 

@@ -52,6 +52,8 @@ CASES = [
     (2, 6, 9, 7, 6, 3, 2, 1, 1, 6, "direct"),             # depthwise
     (2, 6, 9, 7, 12, 3, 1, 1, 1, 6, "direct"),            # depthwise, multiplier 2
     (2, 6, 11, 9, 6, 3, 1, 1, 1, 2, "direct"),            # 3 channels per group
+    (2, 6, 11, 10, 6, 3, 2, 2, 2, 6, "direct"),           # depthwise, dilated, strided
+    (2, 6, 9, 8, 6, 3, 1, 0, 1, 6, "direct"),             # depthwise, reads data as it is
 ]
 
 
@@ -138,6 +140,14 @@ def test_pointwise_tiles_are_written_through_the_epilogue():
     assert not any("floor" in st for st in stores), stores  # the tail: contiguous too
 
 
+def test_symbolic_shapes_get_the_plain_direct_compute():
+    n = te.var("n")
+    conv = te.autotune.conv2d_compute(te.placeholder((n, 8, 9, 9), name="X"),
+                                      te.placeholder((16, 8, 3, 3), name="W"), 1, 1)
+    assert conv.op.tag == "conv2d_nchw"
+    assert [t.op.name for t in conv.op.input_tensors] == ["pad_temp", "W"]
+
+
 def test_gemm_form_checks_its_arguments():
     X = te.placeholder((1, 8, 9, 9), name="X")
     W = te.placeholder((16, 8, 3, 3), name="W")
@@ -151,6 +161,9 @@ def test_gemm_form_checks_its_arguments():
     with pytest.raises(ShapeError, match="conv2d_nchw_gemm: data and kernel must have "
                                          "constant shapes"):
         ops.conv2d_nchw_gemm(te.placeholder((n, 8, 9, 9), name="Xn"), W)
+    with pytest.raises(ShapeError, match="conv2d_nchw_phased: data and kernel must have "
+                                         "constant shapes"):
+        ops.conv2d_nchw_phased(te.placeholder((n, 8, 9, 9), name="Xn"), W)
 
 
 def test_schedule_conv2d_refuses_a_graph_without_conv():

@@ -1,4 +1,5 @@
-"""conv2d NCHW as a GEMM over flattened, padded, phase-split input rows (no im2col).
+"""conv2d NCHW as a GEMM over flattened, padded, phase-split input rows (no im2col), and
+the direct form over the same phase-split input (conv2d_nchw_phased).
 
 Takes conv2d_nchw's arguments plus the register tile (mr, nr) a schedule will use; gives the
 NCHW output as three stages a schedule finds by tag:
@@ -138,3 +139,54 @@ def _pointwise(data, kernel, stride, pads, out_hw, tile, dtype, name):
                     attrs={"tile": (mr, nr), "form": "panels"})
     return api.compute((N, OC, OH, OW), lambda n, f, y, x: Y[n, f, y * OW + x], name=name,
                        tag=CROP_TAG)
+
+
+def conv2d_nchw_phased(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation=1,
+                       groups: int = 1, out_dtype: str | None = None,
+                       name: str = "T_conv2d_nchw") -> Tensor:
+    """conv2d_nchw's result (same arguments and checks), reading a zero-padded copy of the
+    input split into stride phases: stage '<name>_pack' (tag 'injective,pad', absent at
+    stride 1 without padding), Xp[n, c, a, b, i, j] = padded[n, c, i*sh + a, j*sw + b].
+    Consecutive output columns then read consecutive j at any stride, so a direct schedule
+    that vectorizes them loads whole vectors (depthwise and narrow grouped convs). The
+    output stage has tag 'conv2d_nchw'. Needs constant shapes."""
+    who = "conv2d_nchw_phased"
+    (sh, sw), (dh, dw), pads, (kh, kw), (OH, OW) = conv2d_geometry(
+        data, kernel, stride, padding, dilation, groups, who)
+    dims = [static_dim(d) for d in (*data.shape, *kernel.shape)]
+    if any(d is None for d in dims):
+        raise ShapeError(f"{who}: data and kernel must have constant shapes, got "
+                         f"{fmt_shape(data.shape)} and {fmt_shape(kernel.shape)}")
+    N, C, H, W, OC, ICg = dims[:6]
+    top, left = pads[0], pads[1]
+    OCg = OC // groups
+    dtype = out_dtype or data.dtype
+    phased = sh > 1 or sw > 1 or any(pads)
+    if phased:
+        pha, phb = min(sh, (kh - 1) * dh + 1), min(sw, (kw - 1) * dw + 1)
+        rows, cols = OH + (kh - 1) * dh // sh, OW + (kw - 1) * dw // sw
+
+        def pack(n, c, a, b, i, j):
+            y, x = i * sh + a - top, j * sw + b - left
+            inside = api.all(y >= 0, y < H, x >= 0, x < W)
+            return api.if_then_else(inside, data[n, c, y, x].astype(dtype),
+                                    api.const(0, dtype))
+        src = api.compute((N, C, pha, phb, rows, cols), pack, name=f"{name}_pack",
+                          tag="injective,pad")
+    rc = api.reduce_axis((0, ICg), "rc")
+    ry = api.reduce_axis((0, kh), "ry")
+    rx = api.reduce_axis((0, kw), "rx")
+
+    def tap(r, d, s):
+        if s == 1:
+            return 0, r * d
+        return api.indexmod(r * d, s), api.indexdiv(r * d, s)
+    a, oy = tap(ry, dh, sh)
+    b, ox = tap(rx, dw, sw)
+
+    def fcompute(n, f, y, x):
+        ch = rc if groups == 1 else api.indexdiv(f, OCg) * ICg + rc
+        v = src[n, ch, a, b, y + oy, x + ox] if phased else data[n, ch, y + oy, x + ox]
+        return api.sum(v.astype(dtype) * kernel[f, rc, ry, rx].astype(dtype),
+                       axis=[rc, ry, rx])
+    return api.compute((N, OC, OH, OW), fcompute, name=name, tag="conv2d_nchw")
