@@ -17,7 +17,8 @@ from .errors import (ArgumentError, BuildError, ComputeError, DTypeError, Loweri
 from .schedule.schedule import Schedule, create_schedule
 from .schedule.stage import Stage
 from .build import build, lower
-from .lower.extern_api import call_packed, decl_buffer, extern
+from .lower.extern_api import call_packed, decl_buffer, decl_tensor_intrin, extern
+from .lower import ir_builder
 from .target import Target
 from .autotune.api import autotune  # noqa: E402  (a callable carrying the template API)
 from runtime import ndarray as nd  # noqa: E402

@@ -14,6 +14,7 @@ import runtime
 from runtime.checker import INDEX_LIMIT
 
 from .codegen.llvm.codegen import ModuleGen, refuse_thread_binding
+from .codegen.llvm.link import imported_llvm, link_imports
 from .compute.expr import Const, Var
 from .errors import TOO_DEEP, BuildError
 from .lower import pipeline
@@ -113,7 +114,7 @@ def emit_llvm(func: PrimFunc, target: Target, parallel: bool) -> tuple:
     refuse_thread_binding(func.body)
     signature_of(func)  # argument errors before code generation
     gen = ModuleGen(func, parallel, target.features, target.index_limit)
-    ll = str(gen.module)
+    ll = link_imports(str(gen.module), imported_llvm(func.body))
     return ll, signature_of(func, tuple(gen.heap_buffers), gen.checked_buffers)
 
 

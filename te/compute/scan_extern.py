@@ -175,3 +175,19 @@ def _check_state(who: str, k: int, init: Tensor, update: Tensor, state: Tensor) 
         if isinstance(t.op, PlaceholderOp) or not hasattr(t.op, "axis"):
             raise ComputeError(f"{who}: {param}[{k}] must be a te.compute, got "
                                f"'{t.name}' made by {type(t.op).__name__}")
+
+
+class TensorIntrin:
+    """A tensor intrinsic (te.decl_tensor_intrin): `op`, a compute that says what it does,
+    and the statements that do it over the declared buffers of op's inputs and output:
+    body (all of it), and for a reduction computed in parts, reset (the identity into the
+    output) and update (add one part). Stage.tensorize puts them in place of loops."""
+
+    def __init__(self, name: str, op, input_buffers: tuple, output_buffers: tuple, body,
+                 reset, update):
+        self.name, self.op = name, op
+        self.input_buffers, self.output_buffers = tuple(input_buffers), tuple(output_buffers)
+        self.body, self.reset, self.update = body, reset, update
+
+    def __repr__(self):
+        return f"TensorIntrin({self.name}, {self.op.name})"

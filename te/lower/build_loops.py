@@ -25,7 +25,9 @@ from .index_width import exact_indices
 from .prefetch import prefetch_stmt
 from .scan_extern import (WHOLE_OPS, aliased_ops, extern_nest, init_stages,
                           scan_nest, scan_updated_by, time_axes, whole_region)
+from .printer import print_expr
 from .static_bounds import check_static_reads
+from .tensorize import tensorize
 
 
 def inline_bodies(sch: Schedule) -> dict:
@@ -171,6 +173,14 @@ class LoopBuilder:
         leaves = st.leaf_iter_vars
         first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == REDUCE), None)
         data_guard = _conj([guards[iv] for iv in st.op.axis] + split_guards[DATA_PAR])
+        pos = next((k for k, iv in enumerate(leaves) if iv in st.iter_attrs
+                    and st.iter_attrs[iv].tensorize is not None), None)
+        if pos is not None:
+            red_guard = _conj([guards[iv] for iv in st.op.reduce_axis] + split_guards[REDUCE])
+            parts = tensorize(st, st.iter_attrs[leaves[pos]].tensorize, leaves, pos, values,
+                              body, out_idx, b.extent)
+            return self._tensorized(st, leaves, pos, first_red, parts,
+                                    E.logical("and", data_guard, red_guard))
         if first_red is None or not isinstance(body[0], Reduce):
             stores = ir.seq(*[ir.ProducerStore(st.op.output(k), out_idx, v)
                               for k, v in enumerate(body)])
@@ -182,6 +192,30 @@ class LoopBuilder:
         init_loops = [iv for iv in leaves[first_red:] if iv.iter_type != REDUCE]
         init_nest = self._loops(st, init_loops, init, attach=False)
         update_nest = self._loops(st, leaves[first_red:], update)
+        return self._loops(st, leaves[:first_red], ir.seq(init_nest, update_nest))
+
+    def _tensorized(self, st: Stage, leaves: list, pos: int, first_red, parts,
+                    guard: E.Expr) -> ir.Stmt:
+        """The stage's nest with leaves[pos:] replaced by the intrinsic's statements: its
+        body, or where loops of the reduction stay outside, reset in the init nest and
+        update in the update nest."""
+        who = f"tensorize on stage '{st.name}' at loop '{leaves[pos].var.name}'"
+        if not (isinstance(guard, Const) and guard.value):
+            raise LoweringError(f"{who}: the loops need a bounds guard ({print_expr(guard)}): "
+                                f"split by factors that divide the extents")
+        for iv in leaves[pos:]:
+            if (st, iv) in self.attached:
+                raise LoweringError(f"{who}: a stage is computed at loop '{iv.var.name}' "
+                                    f"inside the tensorized loops; attach it further out")
+        if first_red is None or first_red >= pos:
+            return self._loops(st, leaves[:pos], parts.body)
+        if parts.reset is None or parts.update is None:
+            raise LoweringError(f"{who}: reduction loop '{leaves[first_red].var.name}' stays "
+                                f"outside the tensorized loops, so the intrinsic must give "
+                                f"(body, reset, update); it gives a body only")
+        init_loops = [iv for iv in leaves[first_red:pos] if iv.iter_type != REDUCE]
+        init_nest = self._loops(st, init_loops, parts.reset, attach=False)
+        update_nest = self._loops(st, leaves[first_red:pos], parts.update)
         return self._loops(st, leaves[:first_red], ir.seq(init_nest, update_nest))
 
     def _fuse_into(self, parent: Stage) -> None:

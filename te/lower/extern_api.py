@@ -1,4 +1,5 @@
-"""The user API over declared buffers: te.decl_buffer, te.extern and te.call_packed.
+"""The user API over declared buffers: te.decl_buffer, te.extern, te.call_packed and
+te.decl_tensor_intrin.
 
 Takes shapes, dtypes, tensors and a user function that builds a statement over buffers;
 gives loop IR Buffers (ir.py) and ExternOp tensors (te/compute/scan_extern.py). Checks of
@@ -12,8 +13,8 @@ from .. import dtype as dt
 from ..compute import expr as E
 from ..compute.api import _shape
 from ..compute.expr import Expr, Var
-from ..compute.scan_extern import ExternOp
-from ..compute.tensor import Tensor
+from ..compute.scan_extern import ExternOp, TensorIntrin
+from ..compute.tensor import ComputeOp, PlaceholderOp, Tensor
 from ..errors import ComputeError
 from . import ir
 from .passes.storage_flatten import row_major_strides
@@ -121,3 +122,65 @@ def _dtypes(dtype, inputs, n: int, who: str) -> list:
 def _ident(name: str, fallback: str) -> str:
     clean = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     return clean if clean.isidentifier() else fallback
+
+
+def decl_tensor_intrin(op, fcompute: Callable, name: str = "tensor_intrin", binds=None,
+                       scalar_params=None, default_buffer_params=None) -> TensorIntrin:
+    """te.decl_tensor_intrin: the intrinsic that computes `op` (a te.compute over
+    placeholders) by the statements fcompute(input buffers, output buffers) returns: one
+    (the whole computation), or (body, reset, update) for a reduction that tensorize may
+    cover in parts. binds: tensor -> te.decl_buffer for op's inputs and output; the others
+    get dense buffers that may start anywhere in their tensor."""
+    who = "te.decl_tensor_intrin"
+    op = op.op if isinstance(op, Tensor) else op
+    if not isinstance(op, ComputeOp) or op.num_outputs != 1:
+        raise ComputeError(f"{who}: op must be a te.compute of one output, got {op!r}")
+    if scalar_params:
+        raise ComputeError(f"{who}: scalar_params is not supported")
+    binds = dict(binds or {})
+    for t in op.input_tensors:
+        if not isinstance(t.op, PlaceholderOp):
+            raise ComputeError(f"{who}: the intrinsic's compute must read placeholders only; "
+                               f"it reads '{t.name}', computed by {type(t.op).__name__}")
+    extra = dict(default_buffer_params or {})
+    buffers = []
+    for t in list(op.input_tensors) + [op.output(0)]:
+        buf = binds.pop(t, None)
+        if buf is None:
+            buf = decl_buffer(t.shape, t.dtype, _ident(t.name, "buf"),
+                              offset_factor=extra.get("offset_factor", 1),
+                              strides=extra.get("strides"))
+        _check_bound(who, t, buf)
+        buffers.append(buf)
+    if binds:
+        names = ", ".join(getattr(t, "name", repr(t)) for t in binds)
+        raise ComputeError(f"{who}: binds names tensors that op neither reads nor computes: "
+                           f"{names}")
+    ins, outs = buffers[:-1], buffers[-1:]
+    result = fcompute(list(ins), list(outs))
+    parts = list(result) if isinstance(result, (list, tuple)) else [result, None, None]
+    if len(parts) != 3:
+        raise ComputeError(f"{who}: fcompute must return a statement or (body, reset, "
+                           f"update), got {len(parts)} values")
+    stmts = [_as_stmt(who, p, k) for k, p in enumerate(parts)]
+    return TensorIntrin(name, op, tuple(ins), tuple(outs), *stmts)
+
+
+def _check_bound(who: str, t: Tensor, buf) -> None:
+    if not isinstance(buf, ir.Buffer):
+        raise ComputeError(f"{who}: binds['{t.name}'] must be a te.decl_buffer, got "
+                           f"{type(buf).__name__}")
+    if buf.dtype != t.dtype or len(buf.shape) != t.ndim:
+        raise ComputeError(f"{who}: buffer '{buf.name}' ({buf.dtype}, {len(buf.shape)} "
+                           f"dimensions) does not fit tensor '{t.name}' ({t.dtype}, {t.ndim} "
+                           f"dimensions)")
+
+
+def _as_stmt(who: str, part, k: int):
+    if part is None or isinstance(part, ir.Stmt):
+        return part
+    if isinstance(part, Expr):
+        return ir.Evaluate(part)
+    names = ("body", "reset", "update")
+    raise ComputeError(f"{who}: fcompute's {names[k]} must be a statement, a call expression "
+                       f"or None, got {type(part).__name__}")

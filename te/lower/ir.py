@@ -26,7 +26,8 @@ FOR_KINDS = (SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING)
 # (vectorize, unroll, simplify of a one-iteration loop) keeps them on a loop around what
 # replaced it; the others describe the loop itself and go with it.
 NONTEMPORAL_STORE = "nontemporal_store"
-BODY_PRAGMAS = (NONTEMPORAL_STORE,)
+# "import_llvm": LLVM IR text the build links into the module (te/codegen/llvm/link.py)
+BODY_PRAGMAS = (NONTEMPORAL_STORE, "import_llvm")
 # Stage.pipeline, for the software_pipeline pass (which removes both): the pipelined loop
 # (value: the loop variable to interleave with, or None), and a one-iteration loop around
 # the pipelined stage's own loops below it.

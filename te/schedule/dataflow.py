@@ -286,6 +286,10 @@ def _apply_one(sch: Schedule, step) -> None:
         st.storage_align(_axis(st, step.axis), step.factor, step.offset)
     elif isinstance(step, S.Pragma):
         st.pragma(_axis(st, step.axis), step.key, step.value)
+    elif isinstance(step, S.Tensorize):
+        raise ScheduleError(f"schedule replay: stage '{st.name}' was tensorized with "
+                            f"intrinsic '{step.intrin}', a Python object that recorded steps "
+                            f"do not hold; call tensorize on the replayed schedule")
     elif isinstance(step, S.Prefetch):
         tensor = _stage(sch, step.tensor).op.output(step.value_index)
         st.prefetch(tensor, _axis(st, step.axis), step.offset, step.locality)

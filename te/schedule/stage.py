@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .. import dtype as dt
 from ..compute import expr as E
 from ..compute.expr import Const, Var
-from ..compute.scan_extern import ExternOp, ScanOp
+from ..compute.scan_extern import ExternOp, ScanOp, TensorIntrin
 from ..compute.tensor import (REDUCE, THREAD, ComputeOp, IterVar, Operation, PlaceholderOp, Range,
                               Tensor)
 from ..errors import ScheduleError
@@ -49,6 +49,7 @@ class IterAttr:
     prefetch: list = field(default_factory=list)  # (tensor, offset, locality): Stage.prefetch
     # Stage.pipeline: None, or (stage, loop) to interleave with, or () for no interleaving
     pipeline: tuple | None = None
+    tensorize: object = None  # Stage.tensorize: the TensorIntrin replacing this loop nest
 
 
 ROOT, INLINE, SCOPE = "root", "inline", "scope"
@@ -323,6 +324,21 @@ class Stage:
                                 f"string, got {key!r}")
         self._record(S.Pragma(self._ref(), self._axis_ref(iv), key, value))
         self.iter_attrs.setdefault(iv, IterAttr()).pragmas.append((key, value))
+
+    def tensorize(self, var: IterVar, tensor_intrin) -> None:
+        """Replace loop `var` and every loop inside it by `tensor_intrin`
+        (te.decl_tensor_intrin), whose compute must match what those loops compute;
+        lowering checks the match and names the first difference."""
+        self._check_leaf(var, "tensorize")
+        if not isinstance(tensor_intrin, TensorIntrin):
+            raise ScheduleError(f"tensorize on stage '{self.name}': tensor_intrin must be a "
+                                f"te.decl_tensor_intrin(...) result, got "
+                                f"{type(tensor_intrin).__name__}")
+        if not isinstance(self.op, ComputeOp):
+            raise ScheduleError(f"tensorize on stage '{self.name}': only a te.compute stage "
+                                f"can be tensorized")
+        self._record(S.Tensorize(self._ref(), self._axis_ref(var), tensor_intrin.name))
+        self.iter_attrs.setdefault(var, IterAttr()).tensorize = tensor_intrin
 
     def prefetch(self, tensor: Tensor, var: IterVar, offset: int, locality: int = 3) -> None:
         """At the start of each iteration of loop `var`, prefetch the part of `tensor` that

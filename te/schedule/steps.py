@@ -113,6 +113,15 @@ class Pragma:
 
 
 @dataclass(frozen=True)
+class Tensorize:
+    """Loops from `axis` inward replaced by tensor intrinsic `intrin` (its name: the
+    intrinsic itself holds statements, which JSON does not carry)."""
+    stage: StageRef
+    axis: AxisRef
+    intrin: str
+
+
+@dataclass(frozen=True)
 class Prefetch:
     """In loop `axis`, prefetch what iteration axis + offset reads of a tensor: output
     `value_index` of stage `tensor`, with LLVM's temporal-locality hint (0-3)."""
@@ -147,7 +156,7 @@ class RFactor:
 
 STEP_TYPES = {cls.__name__: cls for cls in (Split, Fuse, Reorder, Annotate, Bind, ComputeAt,
                                             ComputeWith, Pipeline, ComputeInline, ComputeRoot,
-                                            StorageAlign, Pragma, Prefetch, CacheRead,
+                                            StorageAlign, Pragma, Tensorize, Prefetch, CacheRead,
                                             CacheWrite, RFactor)}
 _REF_TYPES = {"AxisRef": AxisRef, "StageRef": StageRef}
 

@@ -436,10 +436,12 @@ class FuncGen(BlockValues):
         outer, self._emitted = self._emitted, {}
         try:
             for node in E.post_order(e, self._emitted_or_lazy):
-                self._emitted[id(node)] = (node, self._emit(node))
-                if (isinstance(node, E.Call) and node.extern) or \
-                        isinstance(node, tir.PackedCall):
-                    self._emitted = {}  # it may write memory: later loads read again
+                value = self._emit(node)
+                if isinstance(node, E.Call) and node.extern:
+                    # it may write memory: later loads read again (its own value stays:
+                    # emitting the call again would call it twice)
+                    self._emitted = {}
+                self._emitted[id(node)] = (node, value)
             hit = self._emitted.get(id(e))
             return hit[1] if hit is not None and hit[0] is e else self._emit(e)
         finally:
