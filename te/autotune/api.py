@@ -1,12 +1,13 @@
 """te.autotune: the public entry point, a callable that also carries the template API.
 
 Gives `autotune(outputs, trials=500, ...)` plus `autotune.template`, `.get_config`,
-`.apply_history_best`, `.auto_schedule`, `.load_best`, the option classes TuneOptions and
-MeasureOptions, and the micro-kernel for templates, `.define_matmul_like` /
-`.schedule_matmul_like`, and the conv2d strategy, `.conv2d_compute` / `.schedule_conv2d`
-(`.conv2d_tile`). Stays light at import time (no numpy-heavy, optuna or xgboost
-imports): `import te` must stay fast; the tuning loop is imported when a tuning run starts.
-Imports conv2d, dispatch, measure, micro_kernel, options, space, workload.
+`.apply_history_best`, `.auto_schedule`, `.load_best`, `.upgrade_log` (old logs), the
+option classes TuneOptions and MeasureOptions, SplitEntity / OtherOptionEntity, and the
+micro-kernel for templates, `.define_matmul_like` / `.schedule_matmul_like`, and the
+conv2d strategy, `.conv2d_compute` / `.schedule_conv2d` (`.conv2d_tile`). Stays light at
+import time (no numpy-heavy, optuna or xgboost imports): `import te` must stay fast; the
+tuning loop is imported when a tuning run starts.
+Imports conv2d, dispatch, measure, micro_kernel, options, space, split, upgrade, workload.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from .measure import MeasureOptions
 from .conv2d import conv2d_compute, conv2d_tile, schedule_conv2d
 from .micro_kernel import define_matmul_like, schedule_matmul_like
 from .options import TuneOptions, options_from_keywords
-from .space import ConfigEntity, ConfigSpace
+from .space import ConfigEntity, ConfigSpace, OtherOptionEntity
+from .split import SplitEntity
+from .upgrade import upgrade_log
 from .workload import graph_key
 
 
@@ -65,6 +68,9 @@ class _AutotuneAPI:
     schedule_conv2d = staticmethod(schedule_conv2d)
     ConfigSpace = ConfigSpace
     ConfigEntity = ConfigEntity
+    SplitEntity = SplitEntity
+    OtherOptionEntity = OtherOptionEntity
+    upgrade_log = staticmethod(upgrade_log)
     TuneOptions = TuneOptions
     MeasureOptions = MeasureOptions
     TuningInterrupted = TuningInterrupted

@@ -20,7 +20,10 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-RECORD_VERSION = 1
+# Format 2: split knob values mean TVM's SplitEntity sizes (entry k is loop k's extent).
+# Format 1 meant nested inner factors; its records are refused (upgrade.py converts them).
+RECORD_VERSION = 2
+OLD_SPLIT_FORMAT = 1
 
 # Error kinds of a failed trial (AutoTVM's MeasureErrorNo, as readable strings). The first
 # four are properties of the config; the last three may pass (load, a bad measure option).
@@ -62,8 +65,8 @@ def check_log_path(path: str) -> None:
     A file whose only lines are records cut short by a crash is a tuning log."""
     check_regular(path)
     if os.path.exists(path) and os.path.getsize(path) > 0:
-        records, skipped, cut = _read_log(path)
-        if not records and skipped > cut:
+        records, skipped, cut, old = _read_log(path)
+        if not records and skipped > cut + old:
             raise ValueError(f"log: '{path}' is not a te tuning log (none of its lines is a "
                              f"record); choose another file")
     try:
@@ -171,21 +174,32 @@ def _write_whole(fd: int, data: bytes, size: int) -> None:
 def load_records(path: str) -> tuple:
     """(records, skipped): every readable record in the file, and how many lines were not;
     warns when some of those are records cut short by a crash."""
-    records, skipped, cut = _read_log(path)
+    records, skipped, cut, old = _read_log(path)
     if cut:
         warnings.warn(f"log '{path}': skipped {cut} line{'s' if cut > 1 else ''} cut short "
                       f"(a crash while it was written)", stacklevel=2)
+    if old:
+        warnings.warn(old_format_text(path, old), stacklevel=2)
     return records, skipped
 
 
+def old_format_text(path: str, count: int) -> str:
+    return (f"log '{path}': {count} record{'s' if count > 1 else ''} in record format "
+            f"{OLD_SPLIT_FORMAT} not used: in that format a define_split value [-1, f1, f2, "
+            f"...] meant nested inner factors, now entry k is loop k's extent (TVM's "
+            f"SplitEntity). Convert the log with te.autotune.upgrade_log('{path}', "
+            f"'new.jsonl') (or `python -m te upgrade-log`), or tune again")
+
+
 def _read_log(path: str) -> tuple:
-    """(records, skipped, cut): cut counts the skipped lines that begin as a record does."""
-    records, skipped, cut = [], 0, 0
+    """(records, skipped, cut, old): cut counts the skipped lines that begin as a record
+    does, old the skipped records of format 1 (read_old_records reads those)."""
+    records, skipped, cut, old = [], 0, 0, 0
     check_regular(path)
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
-        return [], 0, 0
+        return [], 0, 0, 0
     start = LINE_START.encode()
     with fh:
         for raw in fh:
@@ -201,11 +215,12 @@ def _read_log(path: str) -> tuple:
             try:
                 if d.get("v") != RECORD_VERSION:
                     skipped += 1
+                    old += d.get("v") == OLD_SPLIT_FORMAT and "config" in d
                     continue
                 records.append(Record.from_json_dict(d))
             except (ValueError, KeyError, TypeError, AttributeError):
                 skipped += 1
-    return records, skipped, cut
+    return records, skipped, cut, old
 
 
 def config_key(config: dict) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..compute.tensor import IterVar
 from ..errors import ScheduleError
+from .split import SplitEntity, apply_split, split_options
 
 
 def _extent(axis) -> int:
@@ -30,42 +31,18 @@ def _extent(axis) -> int:
                         f"{type(axis).__name__}")
 
 
-def split_candidates(extent: int, policy: str = "factors", max_factor: int | None = None) -> list:
-    """Inner-factor candidates: divisors ("factors"), powers of two ("power2") or both."""
-    cap = min(extent, max_factor or extent)
-    divisors = [d for d in range(1, cap + 1) if extent % d == 0]
-    powers = [1 << k for k in range(int(math.log2(cap)) + 1)] if cap >= 1 else [1]
-    if policy == "factors":
-        return divisors
-    if policy == "power2":
-        return powers
-    if policy == "all":
-        return sorted(set(divisors) | set(powers))
-    raise ScheduleError(f"define_split: policy must be 'factors', 'power2' or 'all', got "
-                        f"{policy!r}")
-
-
 # -- knobs: the options of one decision, and how a chosen value acts on a schedule ------------
 
 @dataclass(frozen=True)
 class SplitKnob:
-    """Split one axis into num_outputs loops; a value is [-1, f1, ..., f_{n-1}] (inner sizes)."""
+    """Split one axis into num_outputs loops; a value is [-1, s1, ..., s_{n-1}], the loops'
+    extents outermost first (split.py: TVM's SplitEntity)."""
     name: str
     extent: int
     options: tuple
 
     def apply(self, value, s, stage, axis) -> list:
         return apply_split(value, s, stage, axis)
-
-
-def apply_split(value, s, stage, axis) -> list:
-    st = s[stage] if not hasattr(stage, "leaf_iter_vars") else stage
-    loops = []
-    rest = axis
-    for f in value[1:]:
-        outer, rest = st.split(rest, factor=int(f))
-        loops.append(outer)
-    return loops + [rest] if value[1:] else [axis]
 
 
 @dataclass(frozen=True)
@@ -89,17 +66,25 @@ class AnnotateKnob:
     options: tuple
 
 
-def _split_options(extent: int, num_outputs: int, policy: str, max_factor) -> tuple:
-    cands = split_candidates(extent, policy, max_factor)
-    out = []
-    for combo in itertools.product(cands, repeat=num_outputs - 1):
-        if math.prod(combo) <= extent:
-            out.append((-1,) + combo)
-    return tuple(out)
+class OtherOptionEntity:
+    """A define_knob value (AutoTVM's name): `.val`; a fallback config may be given one."""
+
+    def __init__(self, val):
+        self.val = val
+
+    def __repr__(self):
+        return str(self.val)
+
+
+def _chosen(knob, value):
+    """What `cfg[name]` gives: a SplitEntity for a split knob, else a _Chosen."""
+    if isinstance(knob, SplitKnob):
+        return SplitEntity(value)
+    return _Chosen(knob, value)
 
 
 class _Chosen:
-    """What `cfg[name]` gives: the value, with `.apply` for splits/reorders/annotations."""
+    """What `cfg[name]` gives: the value, with `.apply` for reorders/annotations."""
 
     def __init__(self, knob, value):
         self.knob, self.val = knob, value
@@ -122,8 +107,6 @@ class _Chosen:
 
     def apply(self, s, stage, axes, **_):
         st = stage if hasattr(stage, "leaf_iter_vars") else s[stage]
-        if isinstance(self.knob, SplitKnob):
-            return apply_split(self.val, s, st, axes)
         if isinstance(self.knob, ReorderKnob):
             new = [axes[k] for k in self.val]
             st.reorder(*new)
@@ -143,12 +126,33 @@ class _ConfigBase:
     def _define(self, knob) -> None:
         raise NotImplementedError
 
-    def define_split(self, name: str, axis, num_outputs: int = 2, policy: str = "factors",
-                     max_factor: int | None = None, **_) -> None:
-        """Split knob for `axis` (an IterVar or an extent) into `num_outputs` loops."""
+    flop = 0.0
+
+    def define_split(self, name: str, axis, policy: str = "factors", *, num_outputs: int = 2,
+                     max_factor: int | None = None, filter=None,  # noqa: A002 - TVM's name
+                     no_tail: bool | None = None, candidate=None) -> None:
+        """Split knob for `axis` (an IterVar or an extent) into `num_outputs` loops, as
+        AutoTVM's define_split: a value's entry k >= 1 is loop k's extent (split.py);
+        `policy` "factors" (divisors, no tail), "power2", "verbose" (both, tails allowed) or
+        "candidate" (`candidate`: the size lists); `filter(SplitEntity) -> bool` keeps an
+        option."""
         ext = _extent(axis)
-        self._define(SplitKnob(name, ext, _split_options(ext, num_outputs, policy,
-                                                         max_factor)))
+        self._define(SplitKnob(name, ext, split_options(
+            name, ext, num_outputs, policy, max_factor, no_tail, candidate, filter)))
+
+    def axis(self, var):
+        """AutoTVM's cfg.axis: an axis for define_split (here the IterVar or extent itself)."""
+        return var
+
+    reduce_axis = axis
+
+    def add_flop(self, flop) -> None:
+        """Count `flop` operations for this config (AutoTVM's cfg.add_flop; cfg.flop)."""
+        self.flop = self.flop + float(flop)
+
+    def raise_error(self, msg: str):
+        """Declare this config invalid (AutoTVM's cfg.raise_error): an instantiation error."""
+        raise ScheduleError(f"config: {msg}")
 
     def define_knob(self, name: str, values) -> None:
         values = tuple(values)
@@ -189,6 +193,7 @@ class ConfigSpace(_ConfigBase):
 
     def __init__(self):
         self.knobs: dict = {}
+        self.fallback: dict = {}   # name -> entity a template set while untuned
         self.is_fallback = True
 
     def _define(self, knob) -> None:
@@ -198,9 +203,22 @@ class ConfigSpace(_ConfigBase):
                                 f"different options")
         self.knobs[knob.name] = knob
 
-    def __getitem__(self, name: str) -> _Chosen:
+    def __getitem__(self, name: str):
+        if name in self.fallback:
+            return self.fallback[name]
+        if name not in self.knobs:
+            raise ScheduleError(f"config space: no knob named '{name}' (defined: "
+                                f"{', '.join(self.knobs) or 'none'})")
         knob = self.knobs[name]
-        return _Chosen(knob, knob.options[0])
+        return _chosen(knob, knob.options[0])
+
+    def __setitem__(self, name: str, entity) -> None:
+        """A template's own default for knob `name` while untuned (AutoTVM's fallback
+        config: `if cfg.is_fallback: cfg["tile"] = SplitEntity([-1, 8])`)."""
+        if not isinstance(entity, (SplitEntity, OtherOptionEntity, _Chosen)):
+            raise ScheduleError(f"config space: cfg['{name}'] = ... takes a SplitEntity or "
+                                f"an OtherOptionEntity, got {type(entity).__name__}")
+        self.fallback[name] = entity
 
     def __len__(self) -> int:
         return self.size
@@ -267,10 +285,15 @@ class ConfigEntity(_ConfigBase):
             raise ScheduleError(f"config: the template defines knob '{knob.name}', which this "
                                 f"config does not set (was it tuned with another template?)")
 
-    def __getitem__(self, name: str) -> _Chosen:
+    def __getitem__(self, name: str):
         if name not in self.values:
             raise ScheduleError(f"config: no knob named '{name}'")
-        return _Chosen(self.space.knobs[name], self.values[name])
+        return _chosen(self.space.knobs[name], self.values[name])
+
+    def __setitem__(self, name: str, entity) -> None:
+        raise ScheduleError(f"config: cfg['{name}'] = ... sets a default for an untuned "
+                            f"template; this config is a tuned one (guard it with "
+                            f"`if cfg.is_fallback:`)")
 
     @property
     def index(self) -> int:

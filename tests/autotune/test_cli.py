@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from te.autotune import records as R
 from te.autotune.cli import numpy_blas, ratio_text
 from te.autotune.result import CONFIRM_ROUNDS, CONFIRM_TOP
 
@@ -132,7 +133,7 @@ def test_ctrl_c_says_how_many_trials_are_saved_and_how_to_resume(tmp_path):
     assert m and m.group(2) == str(log), last
     lines = log.read_text().splitlines()
     assert int(m.group(1)) == len(lines) >= 3
-    assert all(json.loads(line)["v"] == 1 for line in lines)
+    assert all(json.loads(line)["v"] == R.RECORD_VERSION for line in lines)
     time.sleep(1)
     assert not [p for p in workers if os.path.exists(f"/proc/{p}")], "workers outlived the run"
 

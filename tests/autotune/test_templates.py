@@ -9,7 +9,8 @@ import pytest
 
 import te
 from te.autotune import records as R
-from te.autotune.space import ConfigSpace, split_candidates
+from te.autotune.space import ConfigSpace
+from te.autotune.split import split_candidates
 from te.autotune.workload import package_version
 
 
@@ -84,7 +85,11 @@ def test_get_config_outside_a_template_says_where_to_call_it():
 def test_split_candidates_policies():
     assert split_candidates(12, "factors") == [1, 2, 3, 4, 6, 12]
     assert split_candidates(12, "power2") == [1, 2, 4, 8]
-    assert split_candidates(12, "all") == [1, 2, 3, 4, 6, 8, 12]
+    assert split_candidates(12, "verbose") == [1, 2, 3, 4, 6, 8, 12]
+    assert split_candidates(12, "verbose", max_factor=5) == [1, 2, 3, 4]
+    with pytest.raises(te.ScheduleError, match="policy must be one of factors, power2, "
+                       "verbose, candidate, got 'all'"):
+        split_candidates(12, "all")
 
 
 def test_apply_history_best_makes_the_template_use_the_best_record(tmp_path):
