@@ -22,7 +22,7 @@ class TuneOptions:
     """How te.autotune searches: `trials` configs measured at most (those already in `log`
     for this workload, target and version count and are not measured again), on `target`
     ("llvm": this CPU), appending each measurement to `log` (a JSON-lines file, resumed
-    from) when given; proposed by `tuner` (xgb, optuna, random or grid, seeded by `seed`)
+    from) when given; proposed by `tuner` (xgb, optuna, ga, random or grid, seeded by `seed`)
     in batches of `batch_size`; stopping after `timeout` seconds or `early_stopping` trials
     without a better config; measured as `measure_option` says (MeasureOptions() when
     None); a progress line on stderr unless `verbose` is 0."""

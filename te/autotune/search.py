@@ -1,4 +1,4 @@
-"""Tuners: ask/tell search over a ConfigSpace (random, grid, xgb, optuna).
+"""Tuners: ask/tell search over a ConfigSpace (random, grid, xgb, optuna, ga).
 
 Takes a ConfigSpace, a seed and (for xgb) a featurize(config) -> vector or None; gives
 next_batch(n) -> configs never proposed before, and update(configs, results), where a
@@ -223,11 +223,14 @@ class OptunaTuner(Tuner):
         import optuna
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.optuna = optuna
-        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=10,
-                                             multivariate=True)
+        sampler = self.make_sampler(optuna, seed)
         self.study = optuna.create_study(direction="minimize", sampler=sampler)
         self.pending: dict = {}   # config index -> optuna trial
         self.known: dict = {}     # config index -> cost (inf: failed)
+
+    @staticmethod
+    def make_sampler(optuna, seed):
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=10, multivariate=True)
 
     def _ask_one(self):
         trial = self.study.ask()
@@ -286,4 +289,16 @@ class OptunaTuner(Tuner):
             value=cost if math.isfinite(cost) else None))
 
 
-TUNERS = {"random": RandomTuner, "grid": GridTuner, "xgb": XGBTuner, "optuna": OptunaTuner}
+class GATuner(OptunaTuner):
+    """A genetic algorithm: optuna's NSGA-II sampler (seeded; one objective, so its
+    selection is elitist by run time), generations of `POPULATION` configs whose knobs
+    are crossed over and mutated; what te.tvm.autotvm's GATuner runs."""
+    POPULATION = 16
+
+    @staticmethod
+    def make_sampler(optuna, seed):
+        return optuna.samplers.NSGAIISampler(seed=seed, population_size=GATuner.POPULATION)
+
+
+TUNERS = {"random": RandomTuner, "grid": GridTuner, "xgb": XGBTuner, "optuna": OptunaTuner,
+          "ga": GATuner}

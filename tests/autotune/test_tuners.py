@@ -67,6 +67,17 @@ def test_optuna_ask_tell_finds_the_optimum_and_tells_failures_as_failed():
     assert math.isclose(best, 1e-3)
 
 
+def test_ga_is_optunas_genetic_sampler_seeded_and_finds_the_optimum():
+    space = _toy_space()
+    tuner = search.GATuner(space, seed=0)
+    assert type(tuner.study.sampler).__name__ == "NSGAIISampler"
+    seen = _drive(tuner, 60)
+    again = _drive(search.GATuner(space, seed=0), 60)
+    assert [i for i, _ in seen] == [i for i, _ in again]
+    assert len({i for i, _ in seen}) == len(seen)
+    assert min(r.median for _, r in seen) < 2.5e-3   # within 1.5 steps of the optimum
+
+
 def test_failed_trials_are_recorded_in_history():
     tuner = search.RandomTuner(_toy_space(), seed=0)
     _drive(tuner, 96)
