@@ -108,7 +108,7 @@ class apply_history_best:
             # A mistyped path would otherwise silently give untuned code.
             raise ArgumentError(f"apply_history_best: log '{log}' does not exist")
         try:
-            R.check_regular(log)
+            R.check_is_log(log)
         except ValueError as err:
             raise ArgumentError(f"apply_history_best: {err}") from None
         self.log, self.target = log, target

@@ -63,17 +63,24 @@ def check_log_path(path: str) -> None:
     """Refuse a log that cannot be appended to, or an existing file that is not a tuning log
     (so a mistyped --log never appends JSON to someone's script), before any measurement.
     A file whose only lines are records cut short by a crash is a tuning log."""
-    check_regular(path)
-    if os.path.exists(path) and os.path.getsize(path) > 0:
-        records, skipped, cut, old = _read_log(path)
-        if not records and skipped > cut + old:
-            raise ValueError(f"log: '{path}' is not a te tuning log (none of its lines is a "
-                             f"record); choose another file")
+    check_is_log(path)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as err:
         raise ValueError(f"log: cannot append to '{path}': {err.strerror}") from None
     os.close(fd)
+
+
+def check_is_log(path: str) -> None:
+    """Refuse an existing, non-empty file none of whose lines is a te record (an AutoTVM
+    log of TVM's own format among them): reading it would silently give no records."""
+    check_regular(path)
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        records, skipped, cut, old = _read_log(path)
+        if not records and skipped > cut + old:
+            raise ValueError(f"log: '{path}' is not a te tuning log (none of its lines is a "
+                             f"record; logs of TVM's AutoTVM are not read: tune again with "
+                             f"te); choose another file")
 
 
 @dataclass(frozen=True)

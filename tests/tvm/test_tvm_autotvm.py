@@ -121,3 +121,13 @@ def test_names_tvm_code_imports():
         assert issubclass(getattr(autotvm.tuner, name), autotvm.tuner.Tuner)
     assert SplitEntity([-1, 4, 2]).size == [-1, 4, 2]
     assert OtherOptionEntity(3).val == 3
+
+
+def test_a_tvm_format_log_is_refused_not_silently_empty(tmp_path):
+    log = tmp_path / "tvm.log"
+    log.write_text('{"input": ["llvm", "tutorial/matmul", [[512, 512, 512, "float32"], {}]], '
+                   '"config": {"index": 3, "code_hash": null, "entity": []}, '
+                   '"result": [[0.01], 0, 1.0, 1.0], "version": 0.2, "tvm_version": "0.16"}\n')
+    with pytest.raises(te.ArgumentError, match="is not a te tuning log .*logs of TVM's "
+                       "AutoTVM are not read"):
+        autotvm.apply_history_best(str(log))
