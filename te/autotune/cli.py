@@ -36,7 +36,7 @@ def add_parser(sub) -> None:
                         "softmax/layernorm: R C")
     p.add_argument("--trials", type=int, default=64, help="measured configs (default 64)")
     p.add_argument("--log", default=None, help="JSON-lines log to append to and resume from")
-    p.add_argument("--tuner", default="xgb", help="xgb (default), optuna, random or grid")
+    p.add_argument("--tuner", default="xgb", help="xgb (default), optuna, ga, random or grid")
     p.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-ir", action="store_true", help="do not print the lowered IR")

@@ -56,7 +56,7 @@ def test_tune_prints_the_best_schedule_and_a_table_against_numpy(tmp_path):
                                               "numbers"),
     (("tune", "matmul", "--trials", "0"), "te.autotune: trials must be a positive int, got 0"),
     (("tune", "matmul", "--tuner", "bayes"), ("te.autotune: tuner must be one of random, "
-                                              "grid, xgb, optuna, got 'bayes'")),
+                                              "grid, xgb, optuna, ga, got 'bayes'")),
     (("demo", "--size", "0"), "--size must be a positive integer, got 0"),
     (("demo", "--size", "50000"), "te.build: argument 'A' has 2500000000 elements, beyond the "
                                   "int32 index range"),

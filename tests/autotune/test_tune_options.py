@@ -28,7 +28,7 @@ BAD = [
     (dict(target=None), r"target must be 'llvm' \(this CPU\), got None"),
     (dict(log=""), r"log must be a file path \(str or os.PathLike\) or None, got ''"),
     (dict(log=3), r"log must be a file path \(str or os.PathLike\) or None, got 3"),
-    (dict(tuner="bayes"), r"tuner must be one of random, grid, xgb, optuna, got 'bayes'"),
+    (dict(tuner="bayes"), r"tuner must be one of random, grid, xgb, optuna, ga, got 'bayes'"),
     (dict(timeout=float("inf")), (r"timeout must be a positive number of seconds or None, "
                                   r"got inf")),
     (dict(timeout=True), r"timeout must be a positive number of seconds or None, got True"),
