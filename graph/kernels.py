@@ -2,8 +2,10 @@
 
 compile_node(node, target, cache) builds the op's te compute on placeholders, schedules it
 (graph.schedule) and builds it with te.build; a node whose workload is already in `cache`
-reuses that kernel. A Kernel is called with numpy arrays and returns its outputs as numpy
-arrays. Imports numpy, te's public API and graph.{errors,ops,schedule}.
+reuses that kernel. build_kernel schedules and builds any compute by schedule family (the
+fused groups of level O1 use it too, graph/group_kernels.py). A Kernel is called with numpy
+arrays and returns its outputs as numpy arrays. Imports numpy, te's public API and
+graph.{errors,ops,schedule}.
 """
 from __future__ import annotations
 
