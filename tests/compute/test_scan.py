@@ -125,3 +125,35 @@ def test_scan_errors():
     s[out].split(out.op.scan_axis, factor=2)
     with pytest.raises(te.LoweringError, match="its time loop 'scan.idx' cannot be split"):
         te.lower(s, [X, out])
+
+
+def _bound_scan(update_reads_column_0: bool):
+    m, n = 6, 300
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    if update_reads_column_0:
+        update = te.compute((m, n), lambda t, i: state[t - 1, i] + state[t - 1, 0] + X[t, i],
+                            name="update")
+    else:
+        update = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i], name="update")
+    out = te.scan(init, update, state, inputs=[X])
+    s = te.create_schedule(out.op)
+    for stage in (init, update):
+        xo, xi = s[stage].split(stage.op.axis[1], factor=64)
+        s[stage].bind(xo, te.thread_axis("blockIdx.x"))
+        s[stage].bind(xi, te.thread_axis("threadIdx.x"))
+    return s, X, out
+
+
+def test_cuda_scan_in_the_emulator_and_a_cross_thread_step_refused():
+    from helpers import run_emulated
+    s, X, out = _bound_scan(False)
+    x = rand_array((6, 300))
+    (got,) = run_emulated(te.build(s, [X, out], "cuda"), [x], [(6, 300)], ["float32"])
+    np.testing.assert_allclose(got, np.cumsum(x, axis=0), rtol=1e-5)
+    s, X, out = _bound_scan(True)
+    with pytest.raises(te.BuildError, match="loop 'scan.idx' runs inside kernel 'main_kernel1' "
+                                            "around its thread-bound loops, and reads 'scan' at "
+                                            "scan.idx\\*300 where other threads store it"):
+        te.build(s, [X, out], "cuda")

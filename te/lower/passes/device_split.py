@@ -22,6 +22,7 @@ from ..func import PrimFunc
 from ..buffers import allocated_buffers, loaded_buffers, stored_buffers
 from ..printer import print_expr
 from ..visitor import SKIP, stmt_children, walk_down, walk_stmts
+from .device_carried import check_carried_reads
 from .device_sync import (BLOCK_TAGS, check_barriers, check_in_place_updates,
                           check_memory_limits, filled_name, fills_shared_only, stage_name,
                           updated_buffers)
@@ -97,6 +98,7 @@ def split_host_device(func: PrimFunc, target) -> DevicePlan:
         if part.shared:
             check_barriers(part, nest)
         check_in_place_updates(part, nest)
+        check_carried_reads(name, nest)
         kernels.append(part)
     return DevicePlan(tuple(temporaries), tuple(kernels))
 
