@@ -43,6 +43,7 @@ class with_config:
         self.cfg = cfg
 
     def __enter__(self):
+        self.cfg.flop = 0.0   # cfg.add_flop counts the operations of this run only
         _stack("configs").append(self.cfg)
         return self.cfg
 

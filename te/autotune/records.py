@@ -195,7 +195,7 @@ def old_format_text(path: str, count: int) -> str:
             f"{OLD_SPLIT_FORMAT} not used: in that format a define_split value [-1, f1, f2, "
             f"...] meant nested inner factors, now entry k is loop k's extent (TVM's "
             f"SplitEntity). Convert the log with te.autotune.upgrade_log('{path}', "
-            f"'new.jsonl') (or `python -m te upgrade-log`), or tune again")
+            f"'new.jsonl') or tune again")
 
 
 def _read_log(path: str) -> tuple:

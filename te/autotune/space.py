@@ -120,6 +120,14 @@ class _Chosen:
         raise ScheduleError(f"config: knob '{self.knob.name}' has no apply()")
 
 
+def _position(name: str, axes, axis) -> int:
+    for k, a in enumerate(axes):
+        if a is axis:
+            return k
+    raise ScheduleError(f"define_reorder '{name}': a candidate names an axis that is not "
+                        f"among `axes`")
+
+
 class _ConfigBase:
     """define_* methods shared by collect and apply mode."""
 
@@ -160,16 +168,25 @@ class _ConfigBase:
             raise ScheduleError(f"define_knob '{name}': give at least one value")
         self._define(OtherKnob(name, values))
 
-    def define_reorder(self, name: str, axes, policy: str = "all", candidates=None) -> None:
-        """Permutations of `axes`; policy 'all' or 'candidate' (a list of position lists)."""
+    def define_reorder(self, name: str, axes, policy: str = "all", candidates=None,
+                       candidate=None) -> None:
+        """Permutations of `axes`: policy 'all', 'identity', or 'candidate' with
+        `candidates` (position lists) or, as AutoTVM spells it, `candidate` (axis lists)."""
         n = len(axes)
         if policy == "candidate":
+            if candidate is not None:
+                candidates = [[_position(name, axes, ax) for ax in c] for c in candidate]
+            if not candidates:
+                raise ScheduleError(f"define_reorder '{name}': policy 'candidate' needs "
+                                    f"candidate=[axis lists] (or candidates=[position lists])")
             opts = tuple(tuple(c) for c in candidates)
         elif policy == "all":
             opts = tuple(itertools.permutations(range(n)))
+        elif policy == "identity":
+            opts = (tuple(range(n)),)
         else:
-            raise ScheduleError(f"define_reorder '{name}': policy must be 'all' or "
-                                f"'candidate', got {policy!r}")
+            raise ScheduleError(f"define_reorder '{name}': policy must be 'all', 'identity' "
+                                f"or 'candidate', got {policy!r}")
         self._define(ReorderKnob(name, opts))
 
     def define_annotate(self, name: str, axes, policy: str = "try_unroll") -> None:

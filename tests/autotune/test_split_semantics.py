@@ -165,3 +165,16 @@ def test_upgrade_log_converts_exact_nestings_and_drops_the_rest(tmp_path):
     assert _extents(s[args[1]].leaf_iter_vars) == [3, 4, 2]
     with pytest.raises(ValueError, match="dst '.*new.jsonl' exists"):
         upgrade_log(old, new)
+
+
+def test_define_reorder_takes_tvms_candidate_axis_lists():
+    A, B = _elementwise(12)
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=4)
+    cfg = ConfigSpace()
+    cfg.define_reorder("order", [xo, xi], policy="candidate", candidate=[[xo, xi], [xi, xo]])
+    cfg.define_reorder("same", [xo, xi], policy="identity")
+    assert cfg.knobs["order"].options == ((0, 1), (1, 0))
+    assert cfg.knobs["same"].options == ((0, 1),)
+    with pytest.raises(te.ScheduleError, match="names an axis that is not among"):
+        cfg.define_reorder("bad", [xo], policy="candidate", candidate=[[xi]])

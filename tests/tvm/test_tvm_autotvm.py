@@ -46,6 +46,7 @@ def test_task_create_gives_a_printable_space_of_tvm_size():
     assert "tile_y: 18 options" in repr(task.config_space)
     assert task.workload == ("test_tvm/matmul", 12, 5, 8, "float32")
     assert task.flop == 2 * 12 * 5 * 8
+    assert task.config_space.flop == 2 * 12 * 5 * 8    # cfg.add_flop, once per run
     cfg = task.config_space.get(37)
     s, args = task.instantiate(cfg)
     _run(s, args, [(12, 5), (5, 8)])

@@ -60,7 +60,7 @@ class Task:
         self.inner = TemplateTask(template, self.args)
         self.config_space = self.inner.space
         self.workload = (self.name,) + self.args
-        self.flop = estimate_flops(self.inner.outputs)
+        self.flop = self.config_space.flop or estimate_flops(self.inner.outputs)
 
     def instantiate(self, config):
         """(schedule, tensors) of this task with `config` (a ConfigEntity)."""
