@@ -6,6 +6,7 @@ import pytest
 
 import te
 from helpers import rand_array
+from te.tvm.contrib import clang
 
 # gemv_update(c, a, b, m, l, stride): c[i] += sum_j a[j] * b[i * stride + j], i < m, j < l
 GEMV_UPDATE = r"""
@@ -264,3 +265,43 @@ define i32 @bump(ptr %p) {
     s[C].pragma(C.op.axis[0], "import_llvm", "define i32 @broken( {")
     with pytest.raises(te.BuildError, match="pragma 'import_llvm' text 0 is not valid LLVM IR"):
         te.build(s, [A, C])
+
+
+GEMV_C = """
+extern "C" int gemv_update(float *cc, float *aa, float *bb, int m, int l, int stride) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < l; ++j) cc[i] += aa[j] * bb[i * stride + j];
+  return 0;
+}
+extern "C" int gemv_reset(float *cc, int m) {
+  for (int i = 0; i < m; ++i) cc[i] = 0.0f;
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not clang.find_clang(False),
+                    reason="no clang (15 or later) on PATH: apt-get install clang-19 runs the "
+                           "C micro-kernel path of import_llvm")
+def test_import_llvm_of_a_c_micro_kernel_compiled_by_clang(tmp_path):
+    ll = clang.create_llvm(GEMV_C, output=str(tmp_path / "gemv.ll"))
+    assert "define" in ll and (tmp_path / "gemv.ll").read_text() == ll
+    A, B, C = matmul_nt(4, 32, 32)
+    s = te.create_schedule(C.op)
+    x, y = C.op.axis
+    (z,) = C.op.reduce_axis
+    yo, yi = s[C].split(y, factor=16)
+    zo, zi = s[C].split(z, factor=16)
+    s[C].reorder(x, yo, zo, yi, zi)
+    s[C].tensorize(yi, intrin_gemv(16, 16, parts=True))
+    s[C].pragma(yo, "import_llvm", ll)
+    run_matmul(s, A, B, C, zero_output=False)
+
+
+def test_clang_missing_or_failing():
+    with pytest.raises(RuntimeError, match="cc '/nonexistent/clang' is not an executable"):
+        clang.create_llvm(GEMV_C, cc="/nonexistent/clang")
+    found = clang.find_clang(False)
+    if found:
+        with pytest.raises(RuntimeError, match="contrib.clang: .* failed"):
+            clang.create_llvm("this is not C++", cc=found[0])
