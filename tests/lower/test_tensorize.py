@@ -131,6 +131,8 @@ def test_gemv_reset_and_update_when_the_reduction_is_split():
     zo, zi = s[C].split(z, factor=16)
     s[C].reorder(x, yo, zo, yi, zi)
     s[C].tensorize(yi, intrin_gemv(16, 16, parts=True))
+    # gemv_update imported twice (the tutorial does): the first definition is kept
+    s[C].pragma(x, "import_llvm", GEMV_UPDATE)
     s[C].pragma(yo, "import_llvm", GEMV_UPDATE + GEMV_RESET)
     run_matmul(s, A, B, C, zero_output=False)  # reset clears what the output held
 

@@ -46,9 +46,20 @@ def link_imports(ll_text: str, imports: list) -> str:
             raise BuildError(f"te.build: pragma 'import_llvm' text {k} is not valid LLVM IR: "
                              f"{first}") from None
         mod.triple, mod.data_layout = main.triple, main.data_layout
+        _keep_first_definitions(main, mod)
         try:
             main.link_in(mod)
         except RuntimeError as err:
             raise BuildError(f"te.build: pragma 'import_llvm' text {k} does not link into "
                              f"the kernel: {str(err).strip()}") from None
     return str(main)
+
+
+def _keep_first_definitions(main: llvm.ModuleRef, mod: llvm.ModuleRef) -> None:
+    """A function `main` defines already (an earlier import, as when a schedule imports
+    gemv_update twice) keeps that definition: mod's copy becomes linkonce_odr, which the
+    linker drops for the strong one (TVM links only what is needed, to the same end)."""
+    defined = {f.name for f in main.functions if not f.is_declaration}
+    for f in mod.functions:
+        if not f.is_declaration and f.name in defined:
+            f.linkage = "linkonce_odr"
