@@ -132,6 +132,12 @@ def dense(data, weight, bias=None, name: str | None = None):
 
 def matmul(a, b, name: str | None = None):
     """numpy.matmul: batch dims broadcast, 1-d operands are vectors."""
+    for param, v in (("a", a), ("b", b)):
+        shape = tuple(getattr(v, "shape", ()))
+        if not shape:  # te would read it as a (1,) vector and give a result numpy refuses
+            raise GraphError(f"graph.nn.matmul: {param} must have at least 1 dimension "
+                             f"(numpy.matmul and ONNX MatMul take no 0-d operand), got "
+                             f"shape {shape}")
     if len(getattr(a, "shape", ())) == 1 and len(getattr(b, "shape", ())) == 1:
         # te declares no 0-d tensor, and a (1,) result would not be numpy's shape
         raise GraphError("graph.nn.matmul: two 1-d operands give a 0-d result, which is not "

@@ -75,6 +75,14 @@ def test_shape_errors_name_the_node_and_the_op():
     with pytest.raises(graph.GraphError, match=r"graph\.nn\.matmul: two 1-d operands give a "
                                                r"0-d result, which is not supported"):
         graph.nn.matmul(graph.input("v1", (5,)), graph.input("v2", (5,)))
+    # a 0-d operand was read as a (1,) vector: (1,) @ (1, 5) gave float32[5]
+    with pytest.raises(graph.GraphError, match=r"graph\.nn\.matmul: a must have at least 1 "
+                                               r"dimension \(numpy\.matmul and ONNX MatMul "
+                                               r"take no 0-d operand\), got shape \(\)"):
+        graph.nn.matmul(graph.input("s0", ()), graph.input("m15", (1, 5)))
+    with pytest.raises(graph.GraphError, match=r"graph\.nn\.matmul: b must have at least 1 "
+                                               r"dimension .*got shape \(\)"):
+        graph.nn.matmul(graph.input("m51", (5, 1)), 2.0)
     with pytest.raises(graph.GraphError, match=r"graph\.nn\.conv2d: strides must be an int or "
                                                r"2 ints >= 1, got 0"):
         graph.nn.conv2d(x, w, strides=0)
