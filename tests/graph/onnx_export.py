@@ -82,6 +82,27 @@ class _Exporter:
         self.node("Split", ins + [self.ints(f"{n.name}/sizes", a["sizes"])], outs, n.name,
                   axis=a["axis"])
 
+    def _clip(self, n, ins, outs, a):
+        bounds = []
+        for k in ("min", "max"):
+            if a[k] is None:
+                bounds.append("")
+                continue
+            self.inits.append(numpy_helper.from_array(np.asarray(a[k], np.float32),
+                                                      f"{n.name}/{k}"))
+            bounds.append(f"{n.name}/{k}")
+        self.node("Clip", ins + bounds, outs, n.name)
+
+    def _pad(self, n, ins, outs, a):
+        pads = self.ints(f"{n.name}/pads", a["pad_before"] + a["pad_after"])
+        value = f"{n.name}/value"
+        self.inits.append(numpy_helper.from_array(np.asarray(a["value"], np.float32), value))
+        self.node("Pad", ins + [pads, value], outs, n.name)
+
+    def _layer_norm(self, n, ins, outs, a):
+        self.node("LayerNormalization", ins, outs, n.name, axis=a["axis"][0],
+                  epsilon=a["epsilon"])
+
     def _gemm(self, n, ins, outs, a):
         self.node("Gemm", ins, outs, n.name, alpha=a["alpha"], beta=a["beta"],
                   transA=a["trans_a"], transB=a["trans_b"])

@@ -2,14 +2,15 @@
 tests (tests/graph/test_graph_random.py).
 
 random_graph(seed) grows a graph step by step: each step picks an op kind, its operands
-among the values made so far (the latest ones mostly, any one sometimes: diamonds) and
-odd sizes. The kinds cover what level O1 rewrites and fuses: elementwise and broadcasting
-ops, neutral constants (x*1, x+0, identities), chains on constants only, repeated nodes,
-reductions, softmax, transpose/reshape chains, slices, concat, split, matmul (batched,
-broadcast), gemm, conv2d, pools and batch_norm. Every value carries an upper bound of its
-magnitude, so that no op overflows or leaves its domain: exp sees bounded inputs, log/sqrt/
-reciprocal/divide see abs(x) + c, and a value whose bound grows large is rescaled.
-random_feeds(g, seed) gives inputs never near zero. Imports numpy and graph.
+among the values made so far (the latest unread ones mostly, any one sometimes: diamonds)
+and odd sizes. The kinds cover what level O1 rewrites and fuses: elementwise and
+broadcasting ops, neutral constants (x*1, x+0, identities), chains on constants only,
+repeated nodes, reductions, softmax, layer_norm, transpose/reshape chains, slices, concat,
+split, pad, clip, matmul (batched, broadcast), gemm, conv2d, pools and batch_norm. Every
+value carries an upper bound of its magnitude, so that no op overflows or leaves its
+domain: exp sees bounded inputs, log/sqrt/reciprocal/divide see abs(x) + c, and a value
+whose bound grows large is rescaled. random_feeds(g, seed) gives inputs never near zero.
+Imports numpy and graph.
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ class _Generator:
         self.pool: list = []      # float32 values made by nodes (and the inputs)
         self.bound: dict = {}     # id(value) -> an upper bound of |value|
         self.inputs: list = []
+        self.read: set = set()    # ids of the values some node reads
 
     # -- values ---------------------------------------------------------------------------
 
@@ -57,6 +59,8 @@ class _Generator:
         abs(c) + 0.5 on a scalar constant): te declares no 0-d tensor, so the steps that
         reduce or move axes have nothing to work on."""
         self.bound[id(v)] = float(bound)
+        if v.node is not None:
+            self.read.update(id(u) for u in v.node.inputs)
         if v.shape:
             self.pool.append(v)
         return v
@@ -76,10 +80,16 @@ class _Generator:
     def b(self, v) -> float:
         return self.bound[id(v)]
 
+    def unread(self) -> list:
+        """The values no node reads yet (the graph keeps only what reaches an output)."""
+        return [u for u in self.pool if id(u) not in self.read]
+
     def pick(self):
-        """The latest value mostly (a chain), any value sometimes (a diamond)."""
-        if self.rng.random() < 0.6:
-            return self.pool[-1 - int(self.rng.integers(min(2, len(self.pool))))]
+        """The latest unread value mostly (a chain that keeps the steps alive), any value
+        sometimes (a diamond)."""
+        unread = self.unread()
+        if unread and self.rng.random() < 0.7:
+            return unread[-1 - int(self.rng.integers(min(2, len(unread))))]
         return self.pool[int(self.rng.integers(len(self.pool)))]
 
     def tame(self, v, limit: float = MAX_BOUND):
@@ -432,6 +442,32 @@ def _batch_norm(gen, v):
                    (gen.b(v) + 1.5) * 1.5 / np.sqrt(0.5) + 1.5)
 
 
+def _layer_norm(gen, v):
+    if len(v.shape) < 2:  # te's layer_norm keeps one axis unnormalized (ONNX need not)
+        return None
+    first = int(gen.rng.integers(1, len(v.shape)))
+    if _size(v.shape[first:]) < 2:  # one element: its deviation is 0 (ill-posed)
+        return None
+    trailing = tuple(v.shape[first:])
+    out = graph.nn.layer_norm(v, gen.const(trailing), gen.const(trailing),
+                              axis=first - len(v.shape) if gen.rng.random() < 0.5 else first)
+    return gen.add(out, 1.5 * np.sqrt(_size(trailing)) + 1.5)
+
+
+def _pad_or_clip(gen, v):
+    if gen.rng.random() < 0.5:
+        lo = float(gen.rng.uniform(-1.0, 0.0))
+        hi = None if gen.rng.random() < 0.3 else float(gen.rng.uniform(0.1, 1.0))
+        return gen.add(graph.clip(v, lo, hi), max(abs(lo), hi or gen.b(v)))
+    before = [int(gen.rng.integers(0, 3)) for _ in v.shape]
+    after = [int(gen.rng.integers(0, 3)) for _ in v.shape]
+    value = float(gen.rng.choice([0.0, 0.5]))
+    out = graph.pad(v, before, after, value)
+    if _size(out.shape) > MAX_ELEMENTS:
+        return None
+    return gen.add(out, max(gen.b(v), value))
+
+
 # kind -> (weight, step); a step returns None where it does not fit the value
 STEPS = {
     "unary": (4, _unary), "guarded": (2, _guarded), "binary": (5, _binary),
@@ -440,12 +476,13 @@ STEPS = {
     "reshape": (2, _reshape), "slice": (2, _slice), "concat": (2, _concat), "split": (1, _split),
     "expand": (1, _expand), "where": (1, _where), "matmul": (3, _matmul), "gemm": (1, _gemm),
     "conv": (1, _conv), "pool": (1, _pool), "batch_norm": (1, _batch_norm),
+    "layer_norm": (1, _layer_norm), "pad_or_clip": (1, _pad_or_clip),
 }
 
 
 def random_graph(seed: int, n_steps: int = 10):
     """A random graph.Graph of `n_steps` steps (a step adds 1 to 4 nodes) with 2 or 3
-    outputs: the last value and earlier ones (some also read by later nodes)."""
+    outputs: the last value, then values nothing reads, else earlier ones."""
     gen = _Generator(seed)
     rank = int(gen.rng.integers(1, 5))
     gen.new_input(tuple(int(gen.rng.choice(ODD)) for _ in range(rank)))
@@ -457,8 +494,8 @@ def random_graph(seed: int, n_steps: int = 10):
         if STEPS[kind][1](gen, gen.tame(gen.pick())) is not None:
             made += 1
     last = gen.pool[-1]
-    made_values = [u for u in gen.pool if u.node is not None and u is not last]
-    n_more = min(len(made_values), int(gen.rng.integers(1, 3)))
-    picks = gen.rng.choice(len(made_values), n_more, replace=False) if n_more else []
-    return graph.Graph([last] + [made_values[int(k)] for k in picks],
-                       name=f"random_{seed}")
+    # the other outputs: values nothing reads first, then any made value
+    made = [u for u in gen.unread() if u.node is not None and u is not last][::-1]
+    made += [u for u in gen.pool if u.node is not None and u is not last and u not in made]
+    n_more = min(len(made), int(gen.rng.integers(1, 3)))
+    return graph.Graph([last] + made[:n_more], name=f"random_{seed}")

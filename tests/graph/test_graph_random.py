@@ -20,7 +20,7 @@ from graph.passes import PASSES
 from random_graphs import random_feeds, random_graph
 
 SEEDS = range(48)
-STEPS = 14       # generator steps per graph (1 to 4 nodes each)
+STEPS = 12       # generator steps per graph (1 to 4 nodes each)
 O1_TOL = 1e-5    # O1 against O0, relative to max(1, max|O0|) per output
 ORT_TOL = 1e-3   # both against onnxruntime, relative to max(1, max|ort|), as the issue asks
 
@@ -80,9 +80,9 @@ def test_o1_runs_fewer_kernels_than_o0_on_the_random_graphs():
     fused = [any(len(step.ops) > 1 for step in _case(seed)[3].steps) for seed in SEEDS]
     worse = [(seed, a, b) for seed, a, b in zip(SEEDS, o0, o1) if b > a]
     assert not worse, f"(seed, O0 kernels, O1 kernels) where O1 runs more: {worse}"
-    # on aggregate fusion and the passes remove well over a third of the launches
-    # (about 60% when this was written)
-    assert sum(o1) <= 0.6 * sum(o0), (sum(o0), sum(o1))
+    # on aggregate O1 runs at most half of O0's launches (684 -> 250, 37%, when this was
+    # written) and fuses something in most graphs (in all 48)
+    assert sum(o1) <= 0.5 * sum(o0), (sum(o0), sum(o1))
     assert sum(fused) >= 0.75 * len(SEEDS), f"{sum(fused)} of {len(SEEDS)} graphs fused"
 
 
@@ -96,9 +96,9 @@ def test_the_random_graphs_give_every_pass_work():
             new = run(g)
             changed[name] += str(new) != str(g)
             g = new
-    # about half of what 48 seeds gave when this was written (19, 21, 24, 7, 17, 4)
-    least = {"remove_identity": 10, "fold_constants": 10, "simplify_algebra": 12,
-             "fold_batch_norm": 3, "eliminate_common_subexpressions": 8,
+    # about half of what the 48 seeds gave when this was written (21, 24, 35, 9, 13, 4)
+    least = {"remove_identity": 10, "fold_constants": 12, "simplify_algebra": 17,
+             "fold_batch_norm": 4, "eliminate_common_subexpressions": 6,
              "eliminate_dead_code": 2}
     assert set(least) == set(changed)
     assert all(changed[name] >= least[name] for name in least), changed
