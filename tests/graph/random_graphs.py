@@ -9,18 +9,19 @@ repeated nodes, reductions, softmax, layer_norm, transpose/reshape chains, slice
 split, pad, clip, matmul (batched, broadcast), gemm, conv2d, pools and batch_norm. Every
 value carries an upper bound of its magnitude, so that no op overflows or leaves its
 domain: exp sees bounded inputs, log/sqrt/reciprocal/divide see abs(x) + c, and a value
-whose bound grows large is rescaled. random_feeds(g, seed) gives inputs never near zero.
-Imports numpy and graph.
+whose bound grows large is rescaled (random_graph_core holds that state, random_graph_nn
+the nn steps). random_feeds(g, seed) gives inputs never near zero. Imports numpy, graph
+and those two modules.
 """
 from __future__ import annotations
 
 import numpy as np
+import random_graph_nn as nn_steps
+from random_graph_core import MAX_ELEMENTS, ODD, Generator, broadcasts_to, random_feeds, size_of
 
 import graph
 
-MAX_ELEMENTS = 2048   # per value: kernels stay quick to run, compile time dominates
-MAX_BOUND = 64.0      # a larger value is rescaled by a constant first
-ODD = (3, 5, 7)
+__all__ = ["STEPS", "random_feeds", "random_graph"]
 
 # op -> (attributes, bound of the result given the input's bound b)
 SAFE_UNARY = {
@@ -38,121 +39,6 @@ REDUCE_BOUND = {
     "reduce_l1": lambda b, n: b * n, "reduce_l2": lambda b, n: b * np.sqrt(n),
     "reduce_sum_square": lambda b, n: b * b * n, "reduce_prod": lambda b, n: b ** n,
 }
-
-
-def _size(shape) -> int:
-    return int(np.prod(shape, dtype=np.int64))
-
-
-class _Generator:
-    def __init__(self, seed: int):
-        self.rng = np.random.default_rng(seed)
-        self.pool: list = []      # float32 values made by nodes (and the inputs)
-        self.bound: dict = {}     # id(value) -> an upper bound of |value|
-        self.inputs: list = []
-        self.read: set = set()    # ids of the values some node reads
-
-    # -- values ---------------------------------------------------------------------------
-
-    def add(self, v, bound: float):
-        """Record v's bound; v may be an operand of later steps unless it is 0-d (an
-        abs(c) + 0.5 on a scalar constant): te declares no 0-d tensor, so the steps that
-        reduce or move axes have nothing to work on."""
-        self.bound[id(v)] = float(bound)
-        if v.node is not None:
-            self.read.update(id(u) for u in v.node.inputs)
-        if v.shape:
-            self.pool.append(v)
-        return v
-
-    def new_input(self, shape):
-        v = graph.input(f"x{len(self.inputs)}", tuple(shape))
-        self.inputs.append(v)
-        return self.add(v, 2.0)
-
-    def const(self, shape, low: float = 0.25, high: float = 1.5):
-        """A constant of random sign, |c| in [low, high)."""
-        data = self.rng.uniform(low, high, shape) * self.rng.choice([-1.0, 1.0], shape)
-        v = graph.constant(np.asarray(data, dtype="float32"))
-        self.bound[id(v)] = high
-        return v
-
-    def b(self, v) -> float:
-        return self.bound[id(v)]
-
-    def unread(self) -> list:
-        """The values no node reads yet (the graph keeps only what reaches an output)."""
-        return [u for u in self.pool if id(u) not in self.read]
-
-    def pick(self):
-        """The latest unread value mostly (a chain that keeps the steps alive), any value
-        sometimes (a diamond)."""
-        unread = self.unread()
-        if unread and self.rng.random() < 0.7:
-            return unread[-1 - int(self.rng.integers(min(2, len(unread))))]
-        return self.pool[int(self.rng.integers(len(self.pool)))]
-
-    def tame(self, v, limit: float = MAX_BOUND):
-        """v itself, or v rescaled by a constant when its bound passed `limit`."""
-        if self.b(v) <= limit:
-            return v
-        return self.add(graph.multiply(v, np.float32(1.0 / self.b(v))), 1.0)
-
-    def sub_shape(self, shape) -> tuple:
-        """A shape that broadcasts to `shape`: leading axes dropped, some axes 1."""
-        shape = tuple(shape)[int(self.rng.integers(len(shape) + 1)):]
-        return tuple(1 if self.rng.random() < 0.4 else d for d in shape)
-
-    def partner(self, v, same_shape: bool = False):
-        """A second operand for v: a made value that broadcasts with it (no bigger than v),
-        else a constant or a new input of a shape broadcasting to v's."""
-        fits = [u for u in self.pool if u is not v and (
-            u.shape == v.shape if same_shape else _broadcasts_to(u.shape, v.shape))]
-        roll = self.rng.random()
-        if fits and roll < 0.5:
-            return fits[int(self.rng.integers(len(fits)))]
-        shape = v.shape if same_shape else self.sub_shape(v.shape)
-        if roll < 0.8 or not shape:
-            return self.const(shape)
-        return self.new_input(shape)
-
-    def positive(self, v, c: float = 0.5):
-        """abs(v) + c: a value safely inside the domain of log, sqrt, reciprocal, divide."""
-        a = self.add(graph.abs(v), self.b(v))
-        return self.add(graph.add(a, np.float32(c)), self.b(v) + c)
-
-    def random_shape(self, size: int) -> tuple:
-        """A random shape of rank 1 to 4 with `size` elements."""
-        factors = [p for p in _prime_factors(size)]
-        self.rng.shuffle(factors)
-        dims = [1] * int(self.rng.integers(1, 5))
-        for p in factors:
-            dims[int(self.rng.integers(len(dims)))] *= p
-        return tuple(dims)
-
-
-def _prime_factors(n: int) -> list:
-    out, p = [], 2
-    while p * p <= n:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    return out + ([n] if n > 1 else [])
-
-
-def _broadcasts_to(small, big) -> bool:
-    if len(small) > len(big):
-        return False
-    return all(s in (1, b) for s, b in zip(small[::-1], big[::-1]))
-
-
-def random_feeds(g, seed: int) -> dict:
-    """Inputs of random sign with |x| in [0.25, 2): never zero."""
-    rng = np.random.default_rng(seed + 10_000)
-    return {v.name: np.asarray(rng.uniform(0.25, 2.0, v.shape)
-                               * rng.choice([-1.0, 1.0], v.shape), dtype=v.dtype)
-            for v in g.inputs}
 
 
 # ---- the steps: each takes the generator and a value, returns the new value or None ----
@@ -236,7 +122,7 @@ def _reduce(gen, v):
     op = str(gen.rng.choice(list(REDUCE_BOUND)))
     n_axes = int(gen.rng.integers(1, len(v.shape) + 1))
     axes = sorted(gen.rng.choice(len(v.shape), n_axes, replace=False).tolist())
-    count = _size([v.shape[a] for a in axes])
+    count = size_of([v.shape[a] for a in axes])
     if op == "reduce_prod":
         if count > 16:
             return None
@@ -276,9 +162,9 @@ def _reshape(gen, v):
     elif kind == 1 and 1 in v.shape:
         out = graph.squeeze(v)
     else:
-        out = graph.reshape(v, gen.random_shape(_size(v.shape)))
+        out = graph.reshape(v, gen.random_shape(size_of(v.shape)))
     if gen.rng.random() < 0.3:  # a chain
-        out = graph.reshape(out, gen.random_shape(_size(v.shape)))
+        out = graph.reshape(out, gen.random_shape(size_of(v.shape)))
     return gen.add(out, gen.b(v))
 
 
@@ -317,7 +203,7 @@ def _concat(gen, v):
         shape[axis] = int(gen.rng.choice(ODD))
         u = gen.const(tuple(shape))
     out = graph.concatenate([v, u] if gen.rng.random() < 0.5 else [u, v], axis)
-    if _size(out.shape) > MAX_ELEMENTS:
+    if size_of(out.shape) > MAX_ELEMENTS:
         return None
     return gen.add(out, max(gen.b(v), gen.b(u)))
 
@@ -340,118 +226,18 @@ def _expand(gen, v):
         return None
     shape = (int(gen.rng.choice(ODD)),) + tuple(
         int(gen.rng.choice(ODD)) if d == 1 else d for d in v.shape)
-    if _size(shape) > MAX_ELEMENTS:
+    if size_of(shape) > MAX_ELEMENTS:
         return None
     return gen.add(graph.expand(v, shape), gen.b(v))
 
 
 def _where(gen, v):
     """where(x > c, v, u) on a graph input x: the condition is exact at every level."""
-    xs = [x for x in gen.inputs if _broadcasts_to(x.shape, v.shape)]
+    xs = [x for x in gen.inputs if broadcasts_to(x.shape, v.shape)]
     x = xs[int(gen.rng.integers(len(xs)))] if xs else gen.new_input(gen.sub_shape(v.shape))
     cond = graph.greater(x, np.float32(gen.rng.uniform(-0.5, 0.5)))
     u = gen.partner(v)
     return gen.add(graph.where(cond, v, u), max(gen.b(v), gen.b(u)))
-
-
-def _matmul(gen, v):
-    """v @ w: w a constant, an input or a made value; batch axes broadcast either way."""
-    if not v.shape:
-        return None
-    k, n = v.shape[-1], int(gen.rng.choice(ODD))
-    batch = tuple(v.shape[:-2])
-    roll = gen.rng.random()
-    if len(v.shape) == 1 or roll < 0.4:
-        wshape = (k, n)                                   # a weight matrix
-    elif roll < 0.7 and len(v.shape) < 4:
-        wshape = (int(gen.rng.choice(ODD)),) + (1,) * len(batch) + (k, n)  # lhs broadcasts
-    else:
-        wshape = gen.sub_shape(batch) + (k, n)            # rhs broadcasts
-    fits = [u for u in gen.pool if len(u.shape) >= 2 and u.shape[-2] == k
-            and _broadcasts_to(u.shape[:-2], batch)]
-    if fits and gen.rng.random() < 0.3:
-        w = fits[int(gen.rng.integers(len(fits)))]
-    elif gen.rng.random() < 0.7:
-        w = gen.const(wshape)
-    else:
-        w = gen.new_input(wshape)
-    out = graph.nn.matmul(v, w)
-    if _size(out.shape) > MAX_ELEMENTS:
-        return None
-    return gen.add(out, k * gen.b(v) * gen.b(w))
-
-
-def _gemm(gen, v):
-    if len(v.shape) != 2:
-        return None
-    k, n = v.shape[1], int(gen.rng.choice(ODD))
-    trans_b = bool(gen.rng.random() < 0.5)
-    w = gen.const((n, k) if trans_b else (k, n))
-    c = gen.const(((n,), (1, n), (v.shape[0], n))[int(gen.rng.integers(3))])
-    alpha, beta = float(gen.rng.choice([1.0, 0.5])), float(gen.rng.choice([1.0, -2.0]))
-    out = graph.nn.gemm(v, w, c, alpha=alpha, beta=beta, trans_b=trans_b)
-    return gen.add(out, abs(alpha) * k * gen.b(v) * 1.5 + abs(beta) * 1.5)
-
-
-def _image(gen, v):
-    """A rank-4 NCHW value with spatial sizes >= 3: v itself, or a new input."""
-    if len(v.shape) == 4 and min(v.shape[2:]) >= 3 and v.shape[1] <= 8:
-        return v
-    return gen.new_input((int(gen.rng.integers(1, 3)), int(gen.rng.choice([2, 3, 4])),
-                          int(gen.rng.choice(ODD + (9,))), int(gen.rng.choice(ODD + (8,)))))
-
-
-def _conv(gen, v):
-    x = _image(gen, v)
-    c = x.shape[1]
-    groups = c if gen.rng.random() < 0.3 else 1
-    oc = c if groups > 1 else int(gen.rng.choice([2, 3, 4]))
-    kh, kw = int(gen.rng.choice([1, 3])), int(gen.rng.choice([1, 3]))
-    dilation = int(gen.rng.choice([1, 2])) if min(x.shape[2:]) >= 5 else 1
-    padding = int(gen.rng.integers(0, 2))
-    if min(x.shape[2:]) + 2 * padding < dilation * 2 + 1:
-        dilation = 1
-    w = gen.const((oc, c // groups, kh, kw))
-    bias = gen.const((oc,)) if gen.rng.random() < 0.5 else None
-    out = graph.nn.conv2d(x, w, bias, strides=int(gen.rng.choice([1, 2])), padding=padding,
-                          dilation=dilation, groups=groups)
-    return gen.add(out, (c // groups) * kh * kw * gen.b(x) * 1.5 + 1.5)
-
-
-def _pool(gen, v):
-    x = _image(gen, v)
-    k = int(gen.rng.choice([2, 3]))
-    kind = int(gen.rng.integers(3))
-    if kind == 2:
-        return gen.add(graph.nn.global_avg_pool2d(x), gen.b(x))
-    pool = graph.nn.max_pool2d if kind == 0 else graph.nn.avg_pool2d
-    return gen.add(pool(x, k, strides=int(gen.rng.choice([1, 2])),
-                        padding=int(gen.rng.integers(0, k))), gen.b(x))
-
-
-def _batch_norm(gen, v):
-    if len(v.shape) < 2:
-        return None
-    c = v.shape[1]
-    scale, shift, mean = gen.const((c,)), gen.const((c,)), gen.const((c,))
-    var = gen.const((c,), 0.5, 2.0)
-    if var.data.min() < 0:
-        var = graph.constant(np.abs(var.data))
-        gen.bound[id(var)] = 2.0
-    return gen.add(graph.nn.batch_norm(v, scale, shift, mean, var),
-                   (gen.b(v) + 1.5) * 1.5 / np.sqrt(0.5) + 1.5)
-
-
-def _layer_norm(gen, v):
-    if len(v.shape) < 2:  # te's layer_norm keeps one axis unnormalized (ONNX need not)
-        return None
-    first = int(gen.rng.integers(1, len(v.shape)))
-    if _size(v.shape[first:]) < 2:  # one element: its deviation is 0 (ill-posed)
-        return None
-    trailing = tuple(v.shape[first:])
-    out = graph.nn.layer_norm(v, gen.const(trailing), gen.const(trailing),
-                              axis=first - len(v.shape) if gen.rng.random() < 0.5 else first)
-    return gen.add(out, 1.5 * np.sqrt(_size(trailing)) + 1.5)
 
 
 def _pad_or_clip(gen, v):
@@ -463,7 +249,7 @@ def _pad_or_clip(gen, v):
     after = [int(gen.rng.integers(0, 3)) for _ in v.shape]
     value = float(gen.rng.choice([0.0, 0.5]))
     out = graph.pad(v, before, after, value)
-    if _size(out.shape) > MAX_ELEMENTS:
+    if size_of(out.shape) > MAX_ELEMENTS:
         return None
     return gen.add(out, max(gen.b(v), value))
 
@@ -474,16 +260,17 @@ STEPS = {
     "neutral": (4, _neutral), "constant_chain": (3, _constant_chain), "repeated": (1, _repeated),
     "reduce": (3, _reduce), "softmax": (2, _softmax), "transpose": (2, _transpose),
     "reshape": (2, _reshape), "slice": (2, _slice), "concat": (2, _concat), "split": (1, _split),
-    "expand": (1, _expand), "where": (1, _where), "matmul": (3, _matmul), "gemm": (1, _gemm),
-    "conv": (1, _conv), "pool": (1, _pool), "batch_norm": (1, _batch_norm),
-    "layer_norm": (1, _layer_norm), "pad_or_clip": (1, _pad_or_clip),
+    "expand": (1, _expand), "where": (1, _where), "matmul": (3, nn_steps.matmul),
+    "gemm": (1, nn_steps.gemm), "conv": (1, nn_steps.conv), "pool": (1, nn_steps.pool),
+    "batch_norm": (1, nn_steps.batch_norm), "layer_norm": (1, nn_steps.layer_norm),
+    "pad_or_clip": (1, _pad_or_clip),
 }
 
 
 def random_graph(seed: int, n_steps: int = 10):
     """A random graph.Graph of `n_steps` steps (a step adds 1 to 4 nodes) with 2 or 3
     outputs: the last value, then values nothing reads, else earlier ones."""
-    gen = _Generator(seed)
+    gen = Generator(seed)
     rank = int(gen.rng.integers(1, 5))
     gen.new_input(tuple(int(gen.rng.choice(ODD)) for _ in range(rank)))
     kinds = list(STEPS)
