@@ -5,7 +5,8 @@ For each model x thread count, one worker process (its OMP_NUM_THREADS fixed, so
 libgomp pool and onnxruntime's intra-op pool get the same count) imports the model, compiles
 it at every level graph.compile offers (timing each compile), checks each level's outputs
 against onnxruntime's, then times the two sides in alternating rounds, one run each per
-round. Prints and writes a markdown table: median, spread ((max - min) / median of our
+round. Prints and writes (benchmarks/graph_results.md, which benchmarks/run.py puts into
+RESULTS.md as its Graph section) a markdown table: median, spread ((max - min) / median of our
 rounds), onnxruntime's median, ratio (onnxruntime time / ours, median of per-round ratios:
 > 1 means we are faster), compile seconds, kernel count and the max error. Levels the issue
 asks for that graph.compile does not have yet are named under the table.
@@ -36,7 +37,7 @@ WANTED_LEVELS = ("O0", "O1")          # what issue 16 asks for; more are run if 
 
 def load_model(name: str):
     """(onnx model, feeds) of a benchmark model."""
-    sys.path[:0] = [ROOT, TESTS_GRAPH]
+    sys.path[:0] = [p for p in (ROOT, TESTS_GRAPH) if p not in sys.path]
     if name == "bert":
         from bert_layer import bert_layer
         return bert_layer()
@@ -115,6 +116,11 @@ def rows_of(result: dict) -> list:
     return rows
 
 
+GLOSS = ("Medians over alternating rounds (onnxruntime, then each level, one run each per "
+         "round) in one worker process per model and thread count; `spread` is (max - min) / "
+         "median of our rounds; `x onnxrt` is onnxruntime's time / ours, the median of the "
+         "per-round ratios (> 1: we are faster); `compile s` is graph.compile's wall time; "
+         "`max err` is max|ours - onnxruntime| / max(1, max|onnxruntime|) over the outputs.")
 HEADER = ["model", "thr", "level", "compile s", "ours ms", "spread", "onnxrt ms",
           "x onnxrt", "kernels", "max err"]
 
@@ -123,6 +129,21 @@ def markdown(rows: list) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def machine() -> str:
+    import platform
+
+    import onnxruntime
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"Machine: {cpu}; {os.cpu_count()} logical cores; load average at start "
+            f"{os.getloadavg()[0]:.2f}; Python {platform.python_version()}, onnxruntime "
+            f"{onnxruntime.__version__}")
 
 
 def main(argv=None) -> int:
@@ -149,6 +170,8 @@ def main(argv=None) -> int:
     missing = [lv for lv in WANTED_LEVELS if lv not in levels]
     print(f"levels: {', '.join(levels)}" + (f" (missing: {', '.join(missing)})" if missing
                                             else ""), flush=True)
+    header = machine()
+    print(header, flush=True)
     rows = []
     for name in models:
         for t in threads:
@@ -157,10 +180,12 @@ def main(argv=None) -> int:
                 rows.append(row)
     table = markdown(rows)
     note = (f"\nLevels run: {', '.join(levels)}."
-            + (f" Not in graph.compile yet: {', '.join(missing)}." if missing else "") + "\n")
+            + (f" Not in graph.compile yet: {', '.join(missing)}." if missing else "")
+            + f" Load average at the end: {os.getloadavg()[0]:.2f}.\n")
+    command = " ".join(["python benchmarks/graph_run.py", *(argv or sys.argv[1:])])
     with open(a.out, "w") as f:
-        f.write(f"Command: `python benchmarks/graph_run.py {' '.join(argv or sys.argv[1:])}`"
-                f"\n\n{table}\n{note}")
+        f.write(f"## Graph: whole models against onnxruntime\n\nCommand: `{command}` (from "
+                f"the repository root)\n\n{header}\n\n{GLOSS}\n\n{table}\n{note}")
     print(table + "\n" + note)
     return 0
 

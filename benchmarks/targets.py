@@ -105,6 +105,10 @@ def results_markdown(command: str, info: str, table: list, over: list, verdicts:
         "| target | measured | |", "|---|---|---|",
         *[f"| {t} | {g} | {_mark(m)} |" for t, g, m in verdicts], "",
     ]
+    graph = os.path.join(HERE, "graph_results.md")   # benchmarks/graph_run.py's last table
+    if os.path.exists(graph):
+        with open(graph) as f:
+            parts += [f.read()]
     analysis = os.path.join(HERE, "ANALYSIS.md")
     if os.path.exists(analysis):
         with open(analysis) as f:
