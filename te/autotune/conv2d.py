@@ -100,8 +100,8 @@ def _epilogue(s, out: Tensor, found: list, stop) -> None:
 
 
 def _out_loops(s, out: Tensor, lanes: int):
-    """(batch, channel) rows of `out` in parallel, each row's pixels vectorized; gives the
-    fused parallel loop."""
+    """(batch, channel) rows of `out` in parallel, each row's pixels vectorized; gives
+    (the fused parallel loop, the row loop y)."""
     n, f, y, x = s[out].op.axis
     width = int(out.shape[3].value)
     xo, xi = s[out].split(x, factor=max(1, min(lanes, width)))
