@@ -11,6 +11,7 @@ from .compile import compile
 from .errors import FeedError, GraphError, UnsupportedError
 from .frontend import from_onnx
 from .ir import Graph, Node, Value
+from .memory import plan_memory
 from .ops import OPS, OpDef, Pattern
 from .transform import (cast, clip, concatenate, expand, flatten, pad, reshape, slice, split,
                         resize, squeeze, take, tile, transpose, unsqueeze, where)

@@ -1,5 +1,6 @@
-"""Command line: `python -m graph show model.onnx` prints the imported graph and the fused
-groups that level O1 compiles (one line each: the ops, the output value);
+"""Command line: `python -m graph show model.onnx` prints the imported graph, the fused
+groups that level O1 compiles (one line each: the ops, the output value) and the memory plan
+of O2 (graph.plan_memory: per tensor its size, lifetime and offset; the totals);
 `python -m graph run model.onnx --level O0` compiles it, runs it on seeded random inputs,
 prints each output's shape and range, the compile and run times and the per-step profile,
 and the largest difference from onnxruntime when onnxruntime is installed.
@@ -34,7 +35,7 @@ def _shape_arg(text: str) -> tuple:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m graph", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for name, what in (("show", "print the imported graph"),
+    for name, what in (("show", "print the imported graph, its fused groups and memory plan"),
                        ("run", "compile, run on random inputs, compare with onnxruntime")):
         c = sub.add_parser(name, help=what)
         c.add_argument("model", help="path to an .onnx file")
@@ -89,6 +90,7 @@ def main(argv=None) -> int:
         if args.command == "show":
             print(g)
             print(_fused_groups(g))
+            print(graph.plan_memory(g))
             return 0
         start = time.perf_counter()
         m = graph.compile(g, level=args.level)

@@ -3,8 +3,9 @@
 O0: the graph as it is, one kernel per node, run node by node from Python.
 O1: the graph passes (graph.passes.optimize), then fusion (graph.fuse), then one kernel per
 fused group; a group of one reshape runs as a view (no kernel, no copy).
-At both levels identical workloads share one compiled kernel.
-Imports graph.{errors,executor,fuse,group_kernels,ir,kernels,passes}.
+dry_run=True returns the memory plan (graph.plan_memory) and builds nothing.
+At every level identical workloads share one compiled kernel.
+Imports graph.{errors,executor,fuse,group_kernels,ir,kernels,memory,passes}.
 """
 from __future__ import annotations
 
@@ -14,14 +15,17 @@ from .fuse import fuse
 from .group_kernels import compile_group
 from .ir import Graph
 from .kernels import compile_node
+from .memory import plan_memory
 from .passes import optimize
 
 LEVELS = ("O0", "O1")
 TARGETS = ("llvm",)
 
 
-def compile(g: Graph, level: str = "O0", target: str = "llvm") -> Module:  # noqa: A001
-    """Compile `g` at `level` for `target`; returns a Module with run(feeds)."""
+def compile(g: Graph, level: str = "O0", target: str = "llvm",  # noqa: A001
+            dry_run: bool = False) -> Module:
+    """Compile `g` at `level` for `target`; returns a Module with run(feeds). With
+    dry_run=True: the MemoryPlan of `g` at `level`, and no code is generated."""
     if not isinstance(g, Graph):
         raise GraphError(f"graph.compile: g must be a graph.Graph, got {type(g).__name__}")
     if level not in LEVELS:
@@ -29,6 +33,8 @@ def compile(g: Graph, level: str = "O0", target: str = "llvm") -> Module:  # noq
     if target.split()[0] not in TARGETS:
         raise GraphError(f"graph.compile: target must be one of {list(TARGETS)} (with "
                          f"options), got {target!r}")
+    if dry_run:
+        return plan_memory(g, level)
     cache: dict = {}
     if level == "O0":
         steps = [_node_step(node, compile_node(node, target, cache)) for node in g.nodes]

@@ -42,7 +42,17 @@ def test_show_prints_the_fused_groups(conv_relu_path, capsys):
     assert main(["show", conv_relu_path]) == 0
     out = capsys.readouterr().out.splitlines()
     k = out.index("fused groups at O1 (1, 1 kernels) {")
-    assert out[k + 1:] == ["  kernel: conv2d, relu -> %y: float32[1, 4, 9, 7]", "}"]
+    assert out[k + 1:k + 3] == ["  kernel: conv2d, relu -> %y: float32[1, 4, 9, 7]", "}"]
+
+
+def test_show_prints_the_memory_plan(conv_relu_path, capsys):
+    assert main(["show", conv_relu_path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    k = [line.startswith("memory plan: 1 steps") for line in out].index(True)
+    assert "arena 0 B" in out[k]   # the one value is the output: no arena
+    assert out[k + 2].split() == ["tensor", "type", "bytes", "steps", "offset", "note"]
+    assert out[k + 3].split() == ["y", "float32[1,", "4,", "9,", "7]", "1008", "0-0",
+                                  "output", "output", "0"]
 
 
 def test_run_at_o1_runs_the_fused_kernel(conv_relu_path, capsys):
