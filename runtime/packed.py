@@ -20,7 +20,7 @@ from llvmlite import binding as llvm
 from .ndarray import NDArray
 
 SYMBOL = "__te_call_packed"
-PACKED_STATUS = 7  # positive: the other status codes of a kernel are negative
+PACKED_STATUS = 0x5041434B  # "PACK": far from the codes a kernel returns otherwise
 
 _functions: dict = {}
 _specs: dict = {}  # spec bytes -> (name, [(kind, dtype, ndim)])

@@ -16,7 +16,7 @@ from ...lower import ir as tir
 from .types import I8, I32, I64, PTR
 
 PACKED_SYMBOL = "__te_call_packed"  # runtime.packed.SYMBOL
-PACKED_STATUS = 7  # runtime.packed.PACKED_STATUS
+PACKED_STATUS = 0x5041434B  # runtime.packed.PACKED_STATUS
 
 
 def access_ptr(gen, e: tir.AccessPtr) -> ir.Value:
