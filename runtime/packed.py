@@ -1,13 +1,9 @@
 """Python functions that compiled code calls by name (TVM's global PackedFunc registry).
 
-register_func / get_global_func keep the registry; the native symbol __te_call_packed,
-which generated code calls as `i32 (ptr spec, ptr slots)`, looks a function up and calls
-it with NDArrays viewing the kernel's buffers (no copy) and Python scalars. `spec` is
-"name|b:float32:2|i:int32|f:float32" (a buffer of that dtype and rank, then scalars);
-`slots` holds one int64 per buffer pointer, dimension and stride (elements), and per
-scalar (a float's float64 bits). An exception in the function makes the kernel return
-PACKED_STATUS, and the module raises it. Imports numpy, llvmlite and ndarray.
-"""
+register_func / get_global_func keep the registry; native __te_call_packed(spec, slots),
+which generated code calls, passes a function NDArrays viewing the kernel's buffers (no
+copy) and scalars; what it raises, the module re-raises (PACKED_STATUS). Imports numpy,
+llvmlite and ndarray."""
 from __future__ import annotations
 
 import ctypes
@@ -19,6 +15,9 @@ from llvmlite import binding as llvm
 
 from .ndarray import NDArray
 
+# The ABI: i32 __te_call_packed(ptr spec, ptr slots). spec is "name|b:float32:2|i:int32|
+# f:float32" (a buffer of that dtype and rank, then scalars); slots hold one int64 per buffer
+# pointer, dimension and stride (in elements), and per scalar (a float's float64 bits).
 SYMBOL = "__te_call_packed"
 PACKED_STATUS = 0x5041434B  # "PACK": far from the codes a kernel returns otherwise
 
