@@ -3,7 +3,9 @@ groups that level O1 compiles (one line each: the ops, the output value) and the
 of O2 (graph.plan_memory: per tensor its size, lifetime and offset; the totals);
 `python -m graph run model.onnx --level O0` compiles it, runs it on seeded random inputs,
 prints each output's shape and range, the compile and run times and the per-step profile,
-and the largest difference from onnxruntime when onnxruntime is installed.
+and the largest difference from onnxruntime when onnxruntime is installed;
+`python -m graph cache info` and `python -m graph cache clear` show and empty the compile
+cache (graph/cache.py; TE_CACHE_DIR, default ~/.cache/te).
 Imports graph, numpy and (lazily, for the comparison) onnxruntime.
 """
 from __future__ import annotations
@@ -44,7 +46,21 @@ def _parser() -> argparse.ArgumentParser:
         if name == "run":
             c.add_argument("--level", default="O0", help="compile level (default O0)")
             c.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    c = sub.add_parser("cache", help="the compile cache: info (entries, bytes) or clear")
+    c.add_argument("action", choices=("info", "clear"))
     return p
+
+
+def _cache(action: str) -> int:
+    info = graph.cache_info()
+    if action == "clear":
+        removed = graph.clear_cache()
+        print(f"removed {info['entries']} entries ({removed} files, {info['bytes']} bytes) "
+              f"from {info['directory']}")
+    else:
+        print(f"compile cache {info['directory']}: {info['entries']} entries, "
+              f"{info['bytes']} bytes")
+    return 0
 
 
 def _fused_groups(g) -> str:
@@ -85,6 +101,8 @@ def _compare(path: str, feeds: dict, outs: list) -> str:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "cache":
+        return _cache(args.action)
     try:
         g = graph.from_onnx(args.model, shapes=dict(args.shape))
         if args.command == "show":

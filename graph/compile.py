@@ -4,11 +4,13 @@ O0: the graph as it is, one kernel per node, run node by node from Python.
 O1: the graph passes (graph.passes.optimize), then fusion (graph.fuse), then one kernel per
 fused group; a group of one reshape runs as a view (no kernel, no copy).
 dry_run=True returns the memory plan (graph.plan_memory) and builds nothing.
-At every level identical workloads share one compiled kernel.
-Imports graph.{errors,executor,fuse,group_kernels,ir,kernels,memory,passes}.
+At every level identical workloads share one compiled kernel, and kernels compiled before
+(by any compile, in any process) come from the compile cache on disk (graph/cache.py).
+Imports graph.{cache,errors,executor,fuse,group_kernels,ir,kernels,memory,passes}.
 """
 from __future__ import annotations
 
+from . import cache as disk_cache
 from .errors import GraphError
 from .executor import Module, Step
 from .fuse import fuse
@@ -23,9 +25,16 @@ TARGETS = ("llvm",)
 
 
 def compile(g: Graph, level: str = "O0", target: str = "llvm",  # noqa: A001
-            dry_run: bool = False) -> Module:
+            dry_run: bool = False, cache: bool | None = None) -> Module:
     """Compile `g` at `level` for `target`; returns a Module with run(feeds). With
-    dry_run=True: the MemoryPlan of `g` at `level`, and no code is generated."""
+    dry_run=True: the MemoryPlan of `g` at `level`, and no code is generated. `cache`:
+    whether kernels come from and go to the compile cache on disk (graph/cache.py; None,
+    the default: yes unless TE_CACHE=0)."""
+    with disk_cache.using(cache):
+        return _compile(g, level, target, dry_run)
+
+
+def _compile(g: Graph, level: str, target: str, dry_run: bool):
     if not isinstance(g, Graph):
         raise GraphError(f"graph.compile: g must be a graph.Graph, got {type(g).__name__}")
     if level not in LEVELS:

@@ -91,7 +91,8 @@ def _build_group(group: Group, target: str, name: str, cache: dict):
                       .values())
         ins, env = _compute(rest, inputs)
         epilogue = build_kernel(name + "_epilogue", "auto", ins,
-                                [env[id(group.outputs[0])]], target)
+                                [env[id(group.outputs[0])]], target,
+                                workload=("epilogue",) + _disk_key(group))
         sources = [_source(group, anchor, v) for v in anchor.inputs]
         rest_sources = [_source(group, anchor, v) for v in inputs]
         return ChainKernel(name, [(first, sources), (epilogue, rest_sources)])
@@ -101,7 +102,13 @@ def _build_group(group: Group, target: str, name: str, cache: dict):
         core = _conv_core(env[id(anchor.outputs[0])])
         if out != core:
             out = inline_into_one_stage(out, {core.op})
-    return build_kernel(name, family, ins, [out], target)
+    return build_kernel(name, family, ins, [out], target, workload=_disk_key(group))
+
+
+def _disk_key(group: Group) -> tuple:
+    """The group's compile-cache key (graph/cache.py): its workload and anchor."""
+    anchor = next((j for j, n in enumerate(group.nodes) if n is group.anchor), None)
+    return ("group", anchor) + group_workload(group)
 
 
 def _conv_core(t):

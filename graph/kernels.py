@@ -2,10 +2,11 @@
 
 compile_node(node, target, cache) builds the op's te compute on placeholders, schedules it
 (graph.schedule) and builds it with te.build; a node whose workload is already in `cache`
-reuses that kernel. build_kernel schedules and builds any compute by schedule family (the
+reuses that kernel, and graph/cache.py's disk cache keeps it for the next compile.
+build_kernel schedules and builds any compute by schedule family (the
 fused groups of level O1 use it too, graph/group_kernels.py). A Kernel is called with numpy
 arrays and returns its outputs as numpy arrays. Imports numpy, te's public API and
-graph.{errors,ops,schedule}.
+graph.{cache,errors,ops,schedule}.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 
 import te
 
+from . import cache as disk_cache
 from .errors import GraphError
 from .ops import OPS, build_compute
 from .schedule import schedule
@@ -46,7 +48,8 @@ def _build(node, target: str, name: str) -> Kernel:
     check_static(list(node.inputs) + list(node.outputs))
     opdef = OPS[node.op]
     ins, outs = build_compute(opdef, [(v.dtype, v.shape) for v in node.inputs], node.attr)
-    return build_kernel(name, opdef.schedule, ins, outs, target)
+    return build_kernel(name, opdef.schedule, ins, outs, target,
+                        workload=("node",) + node.workload())
 
 
 def check_static(values) -> None:
@@ -57,16 +60,22 @@ def check_static(values) -> None:
                              f"from_onnx(..., shapes=...) or graph.input)")
 
 
-def build_kernel(name: str, family: str, ins: list, outs: list, target: str) -> Kernel:
-    """Schedule the compute `ins` -> `outs` by `family` (graph.schedule) and build it."""
-    sch, args = schedule(family, outs, ins + outs)
-    try:
-        func = te.build(sch, args, target=target, name=name)
-    except te.LoweringError:
-        # The automatic space's default config of a matmul with an elementwise epilogue
-        # (gemm + bias) fails to lower (software_pipeline: "interleave loop 'k.outer' is
-        # not the outermost loop"): a te defect; the plain schedule computes the same.
-        sch, args = te.create_schedule([t.op for t in outs]), ins + outs
-        func = te.build(sch, args, target=target, name=name)
+def build_kernel(name: str, family: str, ins: list, outs: list, target: str,
+                 workload=None) -> Kernel:
+    """Schedule the compute `ins` -> `outs` by `family` (graph.schedule) and build it.
+    `workload`: what decides this kernel in the graph, its compile-cache key
+    (graph/cache.py); None builds it without the cache."""
+    def build(sch, args):
+        try:
+            return te.build(sch, args, target=target, name=name)
+        except te.LoweringError:
+            # The automatic space's default config of a matmul with an elementwise epilogue
+            # (gemm + bias) fails to lower (software_pipeline: "interleave loop 'k.outer' is
+            # not the outermost loop"): a te defect; the plain schedule computes the same.
+            sch, args = te.create_schedule([t.op for t in outs]), ins + outs
+            return te.build(sch, args, target=target, name=name)
+
     out_types = [(t.dtype, tuple(int(d.value) for d in t.shape)) for t in outs]
+    func = disk_cache.build(workload, family, target, out_types,
+                       lambda: schedule(family, outs, ins + outs), build)
     return Kernel(name, func, out_types)

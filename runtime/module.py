@@ -43,18 +43,22 @@ class SharedLibrary:
     file must never be rewritten in place. `image` keeps the bytes for export_library.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, image: bytes | None = None) -> None:
+        """`image`: the file's bytes when the caller has read (and checked) them already;
+        they are loaded, and `path` only names them in messages."""
         # A bare name ("libfoo.so") goes through the loader's search path, like dlopen.
         self.path = os.path.abspath(path) if os.sep in path else path
         self.image: bytes | None = None
         where = f"cannot load shared library '{self.path}'"
+        if image is not None:
+            path = self.path = os.path.abspath(path)
         if os.sep not in path:
             try:
                 self._dll = ctypes.CDLL(self.path)
             except OSError as error:
                 raise RuntimeBuildError(f"{where}: {error}") from None
             return
-        self.image = _read_regular_file(self.path, where)
+        self.image = _read_regular_file(self.path, where) if image is None else bytes(image)
         problem = elf.image_problem(self.image)
         if problem is not None:
             raise RuntimeBuildError(f"{where}: {problem}")
@@ -231,10 +235,12 @@ def _refuse(message: str) -> Callable[..., int]:
     return refuse
 
 
-def load_module(path: str | os.PathLike) -> Module:
-    """Open a shared library written by Module.export_library and return its Module."""
+def load_module(path: str | os.PathLike, image: bytes | None = None) -> Module:
+    """Open a shared library written by Module.export_library and return its Module.
+    `image`: the file's bytes, when the caller has read them (a cache that checked their
+    checksum loads exactly those bytes, not what the file holds by then)."""
     threadpool.load()  # so that the default thread count applies to the loaded kernels too
-    library = SharedLibrary(os.fspath(path))
+    library = SharedLibrary(os.fspath(path), image)
     where = f"load_module: '{library.path}'"
     try:
         signature_json = library.read_string(SIGNATURE_SYMBOL)

@@ -23,10 +23,11 @@ MODULES = sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
 
 # (package prefix of the importing module, forbidden module prefixes)
 # The layers of te from the bottom; each may import only the ones before it (te.build_cuda
-# is te.build's half for target 'cuda'; te.target parses the target both take).
+# is te.build's half for target 'cuda'; te.target parses the target both take; te.cache,
+# the compile cache of built modules, stays at that layer so te.build may use it).
 LAYERS = (("te.errors", "te.dtype"), ("te.compute",), ("te.schedule",), ("te.lower",),
-          ("te.codegen",), ("te.target", "te.build", "te.build_cuda"), ("te.autotune",),
-          ("te.tvm",))
+          ("te.codegen",), ("te.target", "te.build", "te.build_cuda", "te.cache"),
+          ("te.autotune",), ("te.tvm",))
 # Below the build layer nothing imports runtime: the numbers lowering and code generation
 # need from it travel in the te.target.Target that te.build hands down (te.errors re-exports
 # runtime's ArgumentError, the one class both raise).

@@ -1,7 +1,8 @@
 """te.autotune: the public entry point, a callable that also carries the template API.
 
 Gives `autotune(outputs, trials=500, ...)` plus `autotune.template`, `.get_config`,
-`.apply_history_best`, `.auto_schedule`, `.load_best`, `.upgrade_log` (old logs), the
+`.apply_history_best` (`.history_active`, `.trace_lookups`: which records
+schedules took), `.auto_schedule`, `.load_best`, `.upgrade_log` (old logs), the
 option classes TuneOptions and MeasureOptions, SplitEntity / OtherOptionEntity, and the
 micro-kernel for templates, `.define_matmul_like` / `.schedule_matmul_like`, and the
 conv2d strategy, `.conv2d_compute` / `.schedule_conv2d` (`.conv2d_tile`). Stays light at
@@ -59,6 +60,8 @@ class _AutotuneAPI:
     template = staticmethod(dispatch.template)
     get_config = staticmethod(dispatch.get_config)
     apply_history_best = dispatch.apply_history_best
+    history_active = staticmethod(dispatch.history_active)
+    trace_lookups = dispatch.trace_lookups
     auto_schedule = staticmethod(auto_schedule)
     load_best = staticmethod(load_best)
     define_matmul_like = staticmethod(define_matmul_like)

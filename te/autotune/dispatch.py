@@ -161,5 +161,26 @@ def dispatch_lookup(key: str, space: ConfigSpace | None = None):
     for ctx in reversed(_stack("dispatch")):
         rec = ctx.lookup(key, space)
         if rec is not None:
+            for seen in _stack("traces"):
+                seen.append(rec)
             return rec
     return None
+
+
+def history_active() -> bool:
+    """Whether an apply_history_best context is active (in this thread): only then can a
+    schedule differ from its defaults."""
+    return bool(_stack("dispatch"))
+
+
+class trace_lookups:
+    """with trace_lookups() as applied: `applied` lists the Records that schedules made
+    inside took from apply_history_best (what a compile cache keys a kernel by)."""
+
+    def __enter__(self) -> list:
+        self.applied: list = []
+        _stack("traces").append(self.applied)
+        return self.applied
+
+    def __exit__(self, *exc):
+        _stack("traces").pop()
