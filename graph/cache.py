@@ -54,7 +54,7 @@ def build(workload, family: str, target: str, out_types: list, schedule, make):
     and stored. `workload`: what decides the kernel in the graph (hashable, a stable
     repr); None builds without the cache."""
     store = current()
-    if store is None or workload is None:
+    if store is None or workload is None or not te_cache.cacheable(target):
         return make(*schedule())
     planned, applied = None, []
     if te.autotune.history_active():

@@ -88,6 +88,13 @@ def target_fields(target) -> dict:
             "parallel": runtime.parallel_available()}
 
 
+def cacheable(target) -> bool:
+    """False for code this host must not run (te.build gives a module that refuses to be
+    called, and says why; a library loaded from the cache would not know it)."""
+    from .target import parse_target
+    return parse_target(target, who="te.cache").unavailable_message() is None
+
+
 def key_digest(fields: dict) -> str:
     """The entry name of `fields` (JSON-able): sha256 of their canonical JSON."""
     return hashlib.sha256(_canonical(fields).encode()).hexdigest()

@@ -460,3 +460,17 @@ def test_default_directory(monkeypatch, tmp_path):
     assert te_cache.cache_dir() == str(tmp_path / "xdg" / "te")
     monkeypatch.setenv("TE_CACHE_DIR", "~/elsewhere")
     assert te_cache.cache_dir() == str(tmp_path / "elsewhere")
+
+
+def test_code_this_host_must_not_run_is_not_cached(cache_dir):
+    # the module te.build makes refuses calls; a library loaded from the cache would not
+    import llvmlite.binding as llvm
+    host = llvm.get_host_cpu_features()
+    missing = [f for f in ("sse4a", "xop", "fma4", "tbm", "avx512fp16", "amx-fp16")
+               if f in host and not host[f]]
+    assert missing, "this host has every feature the test could turn on"
+    x = graph.input("x", (3, 5))
+    m = graph.compile(graph.Graph([graph.relu(x)]), target=f"llvm -mattr=+{missing[0]}")
+    assert graph.cache_info()["entries"] == 0
+    with pytest.raises(RuntimeError, match="built for CPU features this host lacks"):
+        m.run({"x": np.ones((3, 5), "float32")})
