@@ -6,16 +6,19 @@ the helpers listed in __all__. Re-exports only. Imports nothing from te or graph
 
 from .cpu import CpuLibrary, compile_llvm
 from .errors import ArgumentError, RuntimeBuildError
-from .module import Module, load_module
+from .devices import Device, device
+from .module import Module, link_shared, load_module
 from .ndarray import NDArray, array, empty
 from .packed import get_global_func, register_func
 from .signature import ArgSpec, KernelSignature, ScalarSpec
 from .threadpool import num_threads, parallel_available, set_num_threads
 from .timer import TimeResult, time_function
 
+# (runtime.cpu and runtime.cuda are modules: the device helpers are runtime.devices.cpu/cuda)
 __all__ = [
-    "ArgSpec", "ArgumentError", "CpuLibrary", "KernelSignature", "Module", "NDArray",
-    "RuntimeBuildError", "ScalarSpec", "TimeResult", "array", "compile_llvm", "empty",
-    "get_global_func", "load_module", "num_threads", "parallel_available", "register_func",
+    "ArgSpec", "ArgumentError", "CpuLibrary", "Device", "KernelSignature", "Module", "NDArray",
+    "RuntimeBuildError", "ScalarSpec", "TimeResult", "array", "compile_llvm", "device",
+    "empty", "get_global_func", "link_shared", "load_module", "num_threads",
+    "parallel_available", "register_func",
     "set_num_threads", "time_function",
 ]

@@ -16,7 +16,8 @@ import numpy as np
 
 from .errors import ArgumentError
 from .ndarray import SUPPORTED_DTYPES, NDArray
-from .signature import ArgSpec, KernelSignature
+from .signature import (SHAPE_OPS, ArgSpec, KernelSignature, evaluate_shape_entry,
+                        format_shape_entry, shape_entry_names)
 
 SCALAR_CTYPES = {
     "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
@@ -49,6 +50,7 @@ class _ArgCheck:
     static_shape: tuple[int, ...] | None  # the whole shape when no entry is symbolic
     entries: tuple[tuple[int, int | str], ...]  # (dim, expected) pairs, in order
     output: bool
+    derived: tuple = ()  # (dim, expression) pairs: checked once every variable is bound
 
 
 class ArgumentChecker:
@@ -71,6 +73,7 @@ class ArgumentChecker:
         )
         self._scalar_dtypes = {scalar.name: scalar.dtype for scalar in signature.scalars}
         self._symbolic = bool(signature.scalars)
+        self._derived = any(check.derived for check in self._checks)
         self.ctypes_argtypes = (
             [ctypes.c_void_p] * len(signature.args)
             + [SCALAR_CTYPES[scalar.dtype] for scalar in signature.scalars]
@@ -87,6 +90,7 @@ class ArgumentChecker:
         raw: list[int] = []
         sizes: list[int] = []
         bound: dict[str, tuple[int, str, int]] = {}
+        shapes: list = []
         for arg, check in zip(args, self._checks):
             if isinstance(arg, np.ndarray):
                 array = arg
@@ -104,6 +108,7 @@ class ArgumentChecker:
                     f"{array.strides} for shape {array.shape} (pass np.ascontiguousarray(...))"
                 )
             shape = array.shape
+            shapes.append(shape)
             if shape != check.static_shape:
                 for dim, expected in check.entries:
                     actual = shape[dim]
@@ -128,6 +133,8 @@ class ArgumentChecker:
             else:
                 raw.append(array.ctypes.data)
             sizes.append(array.nbytes)
+        if self._derived:
+            _check_derived(self._checks, shapes, bound)
         for o, k in self._overlap_pairs:
             # [raw, raw + size) intervals intersect; empty arrays overlap nothing.
             if (sizes[o] and sizes[k]
@@ -140,6 +147,20 @@ class ArgumentChecker:
                     _raise_scalar_range(name, self._scalar_dtypes[name], bound[name])
                 raw.append(value)
         return raw
+
+
+def _check_derived(checks: tuple, shapes: list, bound: dict) -> None:
+    """Dimensions given by expressions over size variables, now that all are bound."""
+    values = {name: binding[0] for name, binding in bound.items()}
+    for check, shape in zip(checks, shapes):
+        for dim, entry in check.derived:
+            expected = evaluate_shape_entry(entry, values)
+            if shape[dim] != expected:
+                names = sorted(shape_entry_names(entry))
+                where = ", ".join(f"{name}={values[name]}" for name in names)
+                raise ArgumentError(f"argument '{check.name}' shape[{dim}]: expected "
+                                    f"{expected} ({format_shape_entry(entry)} with {where}), "
+                                    f"got {shape[dim]}")
 
 
 def _raise_rank_or_dtype(check: _ArgCheck, array: np.ndarray) -> None:
@@ -185,11 +206,13 @@ def _raise_scalar_range(name: str, dtype: str, binding: tuple[int, str, int]) ->
 
 
 def _make_check(arg: ArgSpec) -> _ArgCheck:
-    symbolic = any(isinstance(entry, str) for entry in arg.shape)
+    symbolic = any(not isinstance(entry, int) for entry in arg.shape)
     return _ArgCheck(
         name=arg.name, ndim=len(arg.shape), dtype=np.dtype(arg.dtype),
         static_shape=None if symbolic else tuple(arg.shape),
-        entries=tuple(enumerate(arg.shape)), output=arg.output,
+        entries=tuple((dim, e) for dim, e in enumerate(arg.shape) if not isinstance(e, tuple)),
+        output=arg.output,
+        derived=tuple((dim, e) for dim, e in enumerate(arg.shape) if isinstance(e, tuple)),
     )
 
 
@@ -211,6 +234,8 @@ def _validate_signature(signature: KernelSignature) -> None:
                     raise ValueError(f"kernel signature: argument '{arg.name}' shape names "
                                      f"'{entry}', which is not among the scalars")
                 used.add(entry)
+            elif isinstance(entry, tuple):
+                _validate_expression(arg.name, entry, scalar_names)
             elif isinstance(entry, bool) or not isinstance(entry, int) or entry < 0:
                 raise ValueError(f"kernel signature: argument '{arg.name}' shape entry "
                                  f"{entry!r} is neither an int >= 0 nor a size variable name")
@@ -221,4 +246,21 @@ def _validate_signature(signature: KernelSignature) -> None:
         if scalar.name not in used:
             # The runtime binds scalars from shapes only; an unbound one has no value to pass.
             raise ValueError(f"kernel signature: scalar '{scalar.name}' appears in no "
-                             "argument shape, so its value cannot be bound")
+                             "argument shape as a dimension of its own, so its value cannot "
+                             "be bound")
+
+
+def _validate_expression(name: str, entry: tuple, scalar_names: set) -> None:
+    if len(entry) != 3 or entry[0] not in SHAPE_OPS:
+        raise ValueError(f"kernel signature: argument '{name}' shape entry {entry!r} is not "
+                         f"(op, a, b) with op one of {', '.join(SHAPE_OPS)}")
+    for operand in entry[1:]:
+        if isinstance(operand, tuple):
+            _validate_expression(name, operand, scalar_names)
+        elif isinstance(operand, str):
+            if operand not in scalar_names:
+                raise ValueError(f"kernel signature: argument '{name}' shape names "
+                                 f"'{operand}', which is not among the scalars")
+        elif isinstance(operand, bool) or not isinstance(operand, int):
+            raise ValueError(f"kernel signature: argument '{name}' shape expression operand "
+                             f"{operand!r} is neither an int nor a size variable name")

@@ -168,6 +168,22 @@ class CudaModule:
             return self.ptx
         raise ValueError(f"fmt: expected 'cuda', 'cu' or 'ptx', got {fmt!r}")
 
+    @property
+    def imported_modules(self) -> list:
+        """TVM's device modules of a host module: this one, whose get_source() is the CUDA C
+        (there is no separate host module; calls launch the kernels from Python)."""
+        return [self]
+
+    def save(self, path: str | os.PathLike, fmt: str = "") -> None:
+        """Write the CUDA C (".cu") or the PTX (".ptx"); `fmt` overrides the suffix."""
+        path = os.fspath(path)
+        fmt = fmt or os.path.splitext(path)[1].lstrip(".")
+        if fmt not in ("cu", "cuda", "ptx"):
+            raise ValueError(f"save: expected a path ending in .cu or .ptx (or fmt='cu' or "
+                             f"'ptx'), got {path!r}")
+        with open(path, "w") as handle:
+            handle.write(self.get_source(fmt))
+
     def __repr__(self) -> str:
         args = ", ".join(f"{a.name}: {a.dtype}{list(a.shape)}" for a in self.signature.args)
         return f"CudaModule({self.entry_name}({args}), {len(self.kernels)} kernel(s))"

@@ -25,7 +25,8 @@ from .packed import PACKED_STATUS
 from .signature import BOUNDS_STATUS, RECORD_FIELDS, ArgSpec, KernelSignature, ScalarSpec
 from .timer import TimeResult, check_timing_parameters, time_function
 
-__all__ = ["Module", "SharedLibrary", "load_module", "ArgSpec", "ScalarSpec", "KernelSignature"]
+__all__ = ["Module", "SharedLibrary", "link_shared", "load_module", "ArgSpec", "ScalarSpec",
+           "KernelSignature"]
 
 SIGNATURE_SYMBOL = "__te_signature"
 SOURCE_SYMBOL = "__te_source_ll"
@@ -187,6 +188,37 @@ class Module:
         if "ll" in self._sources:
             return self._sources["ll"]
         raise ValueError(f"the LLVM IR of module '{self.entry_name}' is not available")
+
+    @property
+    def imported_modules(self) -> list:
+        """TVM's device modules of a host module: a CPU module has none."""
+        return []
+
+    def save(self, path: str | os.PathLike, fmt: str = "") -> None:
+        """Write this module as an object file (".o", with the signature and IR that
+        load_module reads once create_shared or a linker made a .so of it), LLVM IR (".ll")
+        or assembly (".s"); `fmt` ("o", "ll", "s") overrides the file's suffix."""
+        path = os.fspath(path)
+        fmt = fmt or os.path.splitext(path)[1].lstrip(".")
+        if fmt == "ll":
+            _write_file(path, self._source_ll().encode("utf-8"))
+        elif fmt in ("s", "asm"):
+            _write_file(path, self.get_source("asm").encode("utf-8"))
+        elif fmt in ("o", "obj"):
+            _write_file(path, self._object_with_metadata())
+        else:
+            raise ValueError(f"save: expected a path ending in .o, .ll or .s (or fmt='o', 'll' "
+                             f"or 's'), got {path!r}")
+
+    def _object_with_metadata(self) -> bytes:
+        if not isinstance(self.library, cpu.CpuLibrary):
+            raise TypeError(f"cannot write an object file of a module backed by "
+                            f"{type(self.library).__name__}; export_library copies its library")
+        metadata_ll = _string_globals_ir({
+            SIGNATURE_SYMBOL: self.signature.to_json(), SOURCE_SYMBOL: self.library.ll,
+        })
+        lib = self.library
+        return cpu.emit_object(lib.ll + "\n" + metadata_ll, lib.cpu, lib.features, lib.opt_level)
 
     def export_library(self, path: str | os.PathLike) -> None:
         """Write a shared library that load_module(path) turns back into this module."""
@@ -409,7 +441,18 @@ def _string_globals_ir(strings: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _link_shared(objects: list[str], path: str, shown_path: str) -> None:
+def link_shared(output: str | os.PathLike, objects: list, options: list | None = None) -> None:
+    """Link object files (Module.save's among them) into the shared library `output`, with
+    the libraries generated code calls (libgomp, libm); `options` go to the compiler."""
+    output = os.path.abspath(os.fspath(output))
+    if isinstance(objects, (str, os.PathLike)):
+        objects = [objects]
+    _replace_atomically(output, lambda tmp_path: _link_shared(
+        [os.fspath(o) for o in objects], tmp_path, output, list(options or ())))
+
+
+def _link_shared(objects: list[str], path: str, shown_path: str,
+                 options: list | None = None) -> None:
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise RuntimeBuildError(
@@ -418,7 +461,7 @@ def _link_shared(objects: list[str], path: str, shown_path: str) -> None:
         )
     # DT_NEEDED on libgomp lets a fresh process resolve GOMP_parallel without our loader.
     libs = ["-lgomp", "-lm"] if threadpool.parallel_available() else ["-lm"]
-    command = [compiler, "-shared", "-o", path, *objects, *libs]
+    command = [compiler, "-shared", "-o", path, *objects, *(options or ()), *libs]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeBuildError(

@@ -1,8 +1,9 @@
 """NDArray: a numpy array whose data pointer is 64-byte aligned.
 
 Takes numpy arrays, lists or shapes; gives NDArray, array() and empty(). Aligned storage lets
-generated code use aligned vector loads and keeps cache-line splits out of timings.
-Imports only numpy.
+generated code use aligned vector loads and keeps cache-line splits out of timings. An array
+records the Device it is meant for (TVM's `tvm.nd.array(x, dev)`); its data stays on the
+host, and CUDA modules copy it to the GPU per call. Imports numpy and runtime.device.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+
+from .devices import Device, cpu
 
 ALIGNMENT = 64
 
@@ -41,11 +44,12 @@ def _aligned_empty(shape: tuple[int, ...], np_dtype: np.dtype) -> np.ndarray:
 class NDArray:
     """A dense, C-contiguous, 64-byte aligned array on the host."""
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "device")
 
-    def __init__(self, data: np.ndarray) -> None:
+    def __init__(self, data: np.ndarray, device: Device | None = None) -> None:
         # Callers go through array()/empty(); this only wraps storage that is already aligned.
         self._data = data
+        self.device = cpu() if device is None else device
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -81,6 +85,15 @@ class NDArray:
         np.copyto(self._data, source, casting="unsafe")
         return self
 
+    def copyto(self, target: Device | NDArray) -> NDArray:
+        """A copy on Device `target`, or this array copied into NDArray `target` (returned)."""
+        if isinstance(target, NDArray):
+            return target.copyfrom(self)
+        if isinstance(target, Device):
+            return array(self, device=target)
+        raise TypeError(f"copyto: expected a Device or an NDArray, got "
+                        f"{type(target).__name__}")
+
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         return self._data.__dlpack__(*args, **kwargs)
 
@@ -97,18 +110,23 @@ class NDArray:
         return f"NDArray(shape={self.shape}, dtype={self.dtype},\n{self._data!r})"
 
 
-def array(data: np.ndarray | NDArray | Sequence, dtype: Any = None) -> NDArray:
-    """Copy `data` into new aligned storage (cast to `dtype` when given)."""
+def array(data: np.ndarray | NDArray | Sequence, dtype: Any = None,
+          device: Device | None = None) -> NDArray:
+    """Copy `data` into new aligned storage (cast to `dtype` when given) meant for `device`
+    (the CPU by default)."""
+    _check_device(device)
     if isinstance(data, NDArray):
         data = data._data
     source = np.asarray(data, dtype=dtype)
     result = _aligned_empty(source.shape, _check_dtype(source.dtype))
     np.copyto(result, source)
-    return NDArray(result)
+    return NDArray(result, device)
 
 
-def empty(shape: int | Sequence[int], dtype: Any = "float32") -> NDArray:
-    """Uninitialized aligned storage of the given shape and dtype."""
+def empty(shape: int | Sequence[int], dtype: Any = "float32",
+          device: Device | None = None) -> NDArray:
+    """Uninitialized aligned storage of the given shape and dtype, meant for `device`."""
+    _check_device(device)
     shape_tuple = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
     if any(extent < 0 for extent in shape_tuple):
         raise ValueError(f"shape: expected non-negative extents, got {shape_tuple}")
@@ -119,4 +137,10 @@ def empty(shape: int | Sequence[int], dtype: Any = "float32") -> NDArray:
     if (count + 1) * np_dtype.itemsize + ALIGNMENT >= 2**63:
         raise ValueError(f"shape: expected a total size that fits in memory addressing "
                          f"(< 2**63 bytes), got {shape_tuple} of {np_dtype.name}")
-    return NDArray(_aligned_empty(shape_tuple, np_dtype))
+    return NDArray(_aligned_empty(shape_tuple, np_dtype), device)
+
+
+def _check_device(device: Any) -> None:
+    if device is not None and not isinstance(device, Device):
+        raise TypeError(f"device: expected a Device such as runtime.devices.cpu(0), got "
+                        f"{device!r}")

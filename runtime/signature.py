@@ -19,12 +19,68 @@ SIGNATURE_VERSION = 1
 BOUNDS_STATUS = -1
 RECORD_FIELDS = 3
 
-ShapeEntry = Union[int, str]
+# A dimension: a constant, a size variable's name, or an expression over them (an
+# output of shape (n - 2,)), written (op, operand, operand) with op one of SHAPE_OPS and
+# operands entries again; checked at call time once the variables are bound.
+ShapeEntry = Union[int, str, tuple]
+SHAPE_OPS = ("add", "sub", "mul", "floordiv", "floormod", "min", "max")
+
+
+def shape_entry_from_json(entry: Any) -> ShapeEntry:
+    """A shape entry read back from JSON (where tuples are lists)."""
+    if isinstance(entry, list):
+        return tuple(shape_entry_from_json(e) for e in entry)
+    return entry
+
+
+def evaluate_shape_entry(entry: ShapeEntry, values: dict) -> int:
+    """The value of `entry` given the size variables' `values` (name -> int)."""
+    if isinstance(entry, int):
+        return entry
+    if isinstance(entry, str):
+        return values[entry]
+    op, a, b = entry
+    x, y = evaluate_shape_entry(a, values), evaluate_shape_entry(b, values)
+    if op == "add":
+        return x + y
+    if op == "sub":
+        return x - y
+    if op == "mul":
+        return x * y
+    if op in ("floordiv", "floormod"):
+        if y == 0:
+            raise ZeroDivisionError(f"shape expression {format_shape_entry(entry)} divides "
+                                    f"by zero")
+        return x // y if op == "floordiv" else x % y
+    return min(x, y) if op == "min" else max(x, y)
+
+
+def format_shape_entry(entry: ShapeEntry) -> str:
+    """The entry as text: "n - 2", "floordiv(n, 4)"."""
+    if not isinstance(entry, tuple):
+        return str(entry)
+    op, a, b = entry
+    symbols = {"add": "+", "sub": "-", "mul": "*"}
+    left, right = format_shape_entry(a), format_shape_entry(b)
+    if op in symbols:
+        right = f"({right})" if isinstance(b, tuple) else right
+        return f"{left} {symbols[op]} {right}"
+    return f"{op}({left}, {right})"
+
+
+def shape_entry_names(entry: ShapeEntry) -> set:
+    """The size variables an entry names."""
+    if isinstance(entry, str):
+        return {entry}
+    if isinstance(entry, tuple):
+        return shape_entry_names(entry[1]) | shape_entry_names(entry[2])
+    return set()
 
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One buffer argument: its dtype and shape (ints, or names of size variables).
+    """One buffer argument: its dtype and shape (ints, names of size variables, or
+    expressions over them; see ShapeEntry).
 
     `output` marks an argument the kernel writes: it must be writeable and must not overlap
     any other argument (kernel parameters are noalias). Absent in old signatures: False.
@@ -41,7 +97,8 @@ class ArgSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ArgSpec:
-        return cls(name=data["name"], dtype=data["dtype"], shape=tuple(data["shape"]),
+        return cls(name=data["name"], dtype=data["dtype"],
+                   shape=tuple(shape_entry_from_json(e) for e in data["shape"]),
                    output=bool(data.get("output", False)))
 
 
