@@ -71,6 +71,23 @@ static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 """
 
+# CUDA's fast-math intrinsics (what call_pure_extern("float32", "__expf", x) calls) as their
+# exact C counterparts: the hardware's versions differ by a few ulp, within the tolerance a
+# float result is checked with. Macros, as glibc's math.h declares some of these names for
+# its own (unexported) functions.
+FAST_MATH = {
+    "__expf(x)": "expf(x)", "__exp10f(x)": "exp10f(x)", "__logf(x)": "logf(x)",
+    "__log2f(x)": "log2f(x)", "__log10f(x)": "log10f(x)", "__sinf(x)": "sinf(x)",
+    "__cosf(x)": "cosf(x)", "__tanf(x)": "tanf(x)", "__powf(x, y)": "powf(x, y)",
+    "__fdividef(x, y)": "((x) / (y))", "__fdiv_rn(x, y)": "((x) / (y))",
+    "__fadd_rn(x, y)": "((x) + (y))", "__fmul_rn(x, y)": "((x) * (y))",
+    "__fmaf_rn(x, y, z)": "fmaf(x, y, z)", "__frcp_rn(x)": "(1.0f / (x))",
+    "__fsqrt_rn(x)": "sqrtf(x)", "__frsqrt_rn(x)": "rsqrtf(x)",
+    "__saturatef(x)": "fminf(fmaxf(x, 0.0f), 1.0f)",
+    "__sincosf(x, s, c)": "(*(s) = sinf(x), *(c) = cosf(x), (void)0)",
+}
+PRELUDE += "".join(f"#define {call} {body}\n" for call, body in FAST_MATH.items())
+
 # One thread after another: for kernels without barriers.
 LAUNCHER = """\
 extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
