@@ -15,7 +15,7 @@ from runtime.checker import INDEX_LIMIT
 
 from .codegen.llvm.codegen import ModuleGen, refuse_thread_binding
 from .codegen.llvm.link import imported_llvm, link_imports
-from .compute.expr import Const, Var
+from .compute.expr import Binary, Const, Var
 from .errors import TOO_DEEP, BuildError
 from .lower import pipeline
 from .lower.func import PrimFunc
@@ -66,13 +66,12 @@ def signature_of(func: PrimFunc, heap_buffers: tuple = (),
     for buf in func.params:
         shape = []
         for k, dim in enumerate(buf.shape):
-            if isinstance(dim, Const):
-                shape.append(int(dim.value))
-            elif isinstance(dim, Var):
-                shape.append(dim.name)
-            else:
-                raise BuildError(f"te.build: argument '{buf.name}' shape[{k}] is an expression; "
-                                 f"argument dimensions must be ints or te.var sizes")
+            entry = _shape_entry(dim)
+            if entry is None:
+                raise BuildError(f"te.build: argument '{buf.name}' shape[{k}] is {dim}; "
+                                 f"argument dimensions must be ints, te.var sizes, or +, -, *, "
+                                 f"//, %, min, max of them")
+            shape.append(entry)
         _check_index_range(buf.name, shape)
         output = buf.data in written or buf.name in written
         args.append(runtime.ArgSpec(buf.name, buf.dtype, tuple(shape), output))
@@ -81,8 +80,22 @@ def signature_of(func: PrimFunc, heap_buffers: tuple = (),
                                    tuple(checked_buffers))
 
 
+def _shape_entry(dim):
+    """A dimension as the runtime's ShapeEntry (int, size variable name, or (op, a, b)), or
+    None when the runtime cannot evaluate it."""
+    if isinstance(dim, Const) and isinstance(dim.value, int):
+        return int(dim.value)
+    if isinstance(dim, Var):
+        return dim.name
+    if isinstance(dim, Binary) and dim.op in runtime.signature.SHAPE_OPS:
+        a, b = _shape_entry(dim.a), _shape_entry(dim.b)
+        if a is not None and b is not None:
+            return (dim.op, a, b)
+    return None
+
+
 def _check_index_range(name: str, shape: list) -> None:
-    if any(isinstance(dim, str) for dim in shape):
+    if any(not isinstance(dim, int) for dim in shape):
         return  # checked at call time by the runtime
     count = 1
     for dim in shape:

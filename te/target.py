@@ -10,6 +10,7 @@ llvmlite (the host's CPU features) and runtime.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import shlex
@@ -35,10 +36,22 @@ AVX512_PREREQUISITES = {"avx2", "fma", "f16c", "avx", "sse4.2", "sse4.1", "ssse3
 ABI_FEATURES = ("64bit", "sse")
 
 
+class TargetKind(str):
+    """A target's kind ("llvm" or "cuda"): a string, with TVM's `kind.name` spelling."""
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+
+# The targets of the `with target:` blocks being run, innermost last (Target.current()).
+_CURRENT: list = []
+
+
 @dataclass(frozen=True)
 class Target:
     """A parsed target. Two targets are equal when their kind and options are."""
-    kind: str
+    kind: TargetKind
     options: tuple                      # ((key, value), ...) in the order given
     text: str = field(compare=False)    # as the user wrote it
     # 'llvm': the CPU features (LLVM names) the code may use; 'cuda': none
@@ -52,6 +65,44 @@ class Target:
     max_block: tuple | None = field(default=None, compare=False)
     max_grid: tuple | None = field(default=None, compare=False)
     c_types: MappingProxyType | None = field(default=None, compare=False)
+    # TVM's host target (the code that launches a device's kernels): recorded, as our host
+    # code always runs on this CPU
+    host: Target | None = field(default=None, compare=False)
+
+    @property
+    def attrs(self) -> dict:
+        """The options as a dict (TVM's `target.attrs["mcpu"]`)."""
+        return dict(self.options)
+
+    @property
+    def mcpu(self) -> str | None:
+        return self.get("mcpu")
+
+    @property
+    def arch(self) -> str | None:
+        return self.get("arch")
+
+    def with_host(self, host=None) -> Target:
+        """This target with `host` (a string or Target) as its host target."""
+        if host is None:
+            return dataclasses.replace(self, host=None)
+        return dataclasses.replace(self, host=parse_target(host, who="Target host"))
+
+    def __enter__(self) -> Target:
+        _CURRENT.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _CURRENT.pop()
+
+    @staticmethod
+    def current(allow_none: bool = True) -> Target | None:
+        """The target of the innermost `with target:` block being run, else None."""
+        if _CURRENT:
+            return _CURRENT[-1]
+        if not allow_none:
+            raise BuildError("Target.current: no `with target:` block is being run")
+        return None
 
     def get(self, key: str, default=None):
         """The value of option -key, or `default`."""
@@ -88,7 +139,7 @@ def parse_target(target, who: str = "te.build") -> Target:
 @functools.lru_cache(maxsize=64)   # the host's features are asked of LLVM once per string
 def _parse(text: str, who: str) -> Target:
     opts = _options(text, who)
-    kind = opts.pop("kind")
+    kind = TargetKind(opts.pop("kind"))
     options = tuple(opts.items())
     if kind == "cuda":
         return Target(kind, options, text, max_threads_per_block=rt_cuda.MAX_THREADS_PER_BLOCK,

@@ -100,14 +100,6 @@ def test_lower_bad_args(chain):
         te.lower(s, [A, C, C])
 
 
-def test_lower_inlined_arg(chain):
-    A, B, C, s = chain
-    s[B].compute_inline()
-    with pytest.raises(te.LoweringError, match=r"args\[1\] 'B' is inlined \(compute_inline\) "
-                                               r"and has no storage to pass"):
-        te.lower(s, [A, B, C])
-
-
 def test_lower_unbound_size_var():
     n, m = te.var("n"), te.var("m")
     X = te.placeholder((n,), name="X")

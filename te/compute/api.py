@@ -43,6 +43,8 @@ def _shape(shape, who: str) -> tuple:
                          f"got {type(shape).__name__}")
     out = []
     for k, s in enumerate(shape):
+        if isinstance(s, float):
+            s = _integral_float(s, k, who)
         if isinstance(s, bool) or not isinstance(s, (int, Expr)) and not hasattr(s, "__index__"):
             raise ShapeError(f"{who}: shape[{k}] must be an int or an integer expression, "
                              f"got {s!r}")
@@ -53,6 +55,17 @@ def _shape(shape, who: str) -> tuple:
             raise ShapeError(f"{who}: shape[{k}] must be positive, got {e.value}")
         out.append(e)
     return tuple(out)
+
+
+def _integral_float(value: float, k: int, who: str) -> int:
+    """A float extent such as N / bn (TVM's tutorials write them) as the int it equals. TVM
+    truncates any float; one with a fraction is refused here, as truncating would drop the
+    last partial tile of data without a word."""
+    if not value.is_integer():
+        raise ShapeError(f"{who}: shape[{k}] must be an integer, got the float {value!r} "
+                         f"(write an integer division such as N // bn; TVM would truncate it "
+                         f"to {int(value)})")
+    return int(value)
 
 
 def placeholder(shape, dtype: str = "float32", name: str = "placeholder") -> Tensor:
@@ -185,14 +198,31 @@ def reduce_axis(dom, name: str = "rv") -> IterVar:
     return iv
 
 
-def thread_axis(tag: str = "", name: str = "") -> IterVar:
-    """A GPU thread axis such as te.thread_axis("threadIdx.x") for Stage.bind."""
+def thread_axis(dom=None, tag: str = "", name: str = "") -> IterVar:
+    """A GPU thread axis for Stage.bind: te.thread_axis("threadIdx.x"), or with its extent
+    as TVM also spells it, te.thread_axis((0, 64), "threadIdx.x") (Stage.bind checks that
+    the loop has that extent where both are constants)."""
+    if isinstance(dom, str):  # the usual spelling: the tag first
+        dom, tag, name = None, dom, name or tag
     valid = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
              "threadIdx.z", "vthread")
     if tag not in valid:
         raise ComputeError(f"te.thread_axis: tag must be one of {', '.join(valid)}, "
                            f"got {tag!r}")
-    return IterVar(None, Var(name or tag, "int32"), THREAD, tag)
+    rng = None
+    if dom is not None:
+        if isinstance(dom, Range):
+            rng = dom
+        elif isinstance(dom, (tuple, list)) and len(dom) == 2:
+            lo, hi = as_expr(dom[0]), as_expr(dom[1])
+            if not (isinstance(lo, Const) and lo.value == 0 and dt.is_integral(hi.dtype)):
+                raise ComputeError(f"te.thread_axis: dom must be (0, extent) with an integer "
+                                   f"extent, got {dom!r}")
+            rng = Range(lo, hi)
+        else:
+            raise ComputeError(f"te.thread_axis: dom must be a (0, extent) pair or a tag "
+                               f"string, got {dom!r}")
+    return IterVar(rng, Var(name or tag, "int32"), THREAD, tag)
 
 
 # ---------------------------------------------------------------------------------------

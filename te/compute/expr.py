@@ -129,6 +129,17 @@ class Call(Expr):
     args: tuple
     extern: bool = False
 
+    @property
+    def op(self) -> "CallOp":
+        """What is called, as TVM names it: "tir.exp" for te.exp, "tir.call_pure_extern"
+        for an external function (TVM's intrinsic lowering rules read call.op.name)."""
+        return CallOp("tir.call_pure_extern" if self.extern else f"tir.{self.name}")
+
+
+@dataclass(frozen=True)
+class CallOp:
+    name: str
+
 
 @dataclass(frozen=True, eq=False)
 class TensorLoad(Expr):

@@ -253,3 +253,46 @@ def _loads_of(body: tuple, st: Stage) -> list:
     for b in body:
         E.pre_order(b, visit)
     return found
+
+
+def covers_domain(st: Stage, bounds: dict) -> bool:
+    """Whether an attached stage's regions, over all iterations of the loops around it,
+    provably cover its whole domain (each element written): what passing it in args needs.
+
+    Sufficient, not necessary: on each axis the region starts at sum(c_j * v_j) over
+    enclosing loops v_j (from 0, V_j iterations) that no other axis uses; taken by growing
+    c_j, each step c_j is at most the span L covered so far (first the region's extent),
+    which then grows to (V_j - 1) * c_j + L, and the last span reaches the domain's extent.
+    """
+    loop_extent = {iv.var: bounds[stage].extent[iv] for stage, iv in enclosing_loops(st)}
+    ana = Analyzer({v: (0, None) for v in _size_vars(st)})
+    used: set = set()
+    for iv in st.op.axis:
+        region, dom = bounds[st].root[iv], iv.dom
+        lin = ana.linear(region.min)
+        if lin.const != 0 or any(atom not in loop_extent or atom in used or c <= 0
+                                 for atom, c in lin.terms.values()):
+            return False
+        used.update(atom for atom, _ in lin.terms.values())
+        span, exact_split = region.extent, False
+        for atom, c in sorted(lin.terms.values(), key=lambda term: term[1]):
+            step = E.const(c, span.dtype)
+            if not ana.can_prove(E.binary("le", step, span)):
+                return False
+            trips = loop_extent[atom]
+            # a split by c loops ceil(extent / c) times over spans of c: that covers it
+            exact_split = ana.can_prove(E.binary("eq", step, span)) and E.structural_equal(
+                ana.simplify(trips),
+                ana.simplify(E.binary("floordiv", dom.extent + (c - 1), step)))
+            span = ana.simplify((trips - 1) * c + span)
+        if not (exact_split or ana.can_prove(E.binary("ge", span, dom.extent))):
+            return False
+    return True
+
+
+def _size_vars(st: Stage) -> list:
+    """The symbolic sizes in the stage's domain (never negative)."""
+    out: list = []
+    for iv in st.op.axis:
+        out += [v for v in E.free_vars(iv.dom.extent) if v not in out]
+    return out

@@ -19,7 +19,7 @@ from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, ROOT, SCOPE, SplitRel, Stage
 from . import ir
 from .arith import Analyzer, interval
-from .bound import enclosing_loops, infer_bounds, leaf_to_root, root_value
+from .bound import covers_domain, enclosing_loops, infer_bounds, leaf_to_root, root_value
 from .compute_with import check_extents, check_same_iteration, fusions, inner_part
 from .index_width import exact_indices
 from .prefetch import prefetch_stmt
@@ -111,6 +111,15 @@ class LoopBuilder:
 
     def build(self) -> ir.Stmt:
         for st in self.bounds:
+            if st.attach_type == SCOPE and st.op in self.arg_ops \
+                    and not covers_domain(st, self.bounds):
+                # TVM writes what the loop's iterations compute and leaves the rest unwritten
+                raise LoweringError(f"stage '{st.name}' is passed in args but computed inside "
+                                    f"loop '{st.attach_ivar.var.name}' of "
+                                    f"'{st.attach_stage.name}', whose iterations do not "
+                                    f"provably compute all of it, so part of the argument "
+                                    f"would never be written; use compute_root for a tensor "
+                                    f"you pass in args")
             for iv, attr in st.iter_attrs.items():
                 if attr.prefetch and iv not in st.leaf_iter_vars:
                     raise LoweringError(f"prefetch at loop '{iv.var.name}' of stage "

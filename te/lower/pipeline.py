@@ -26,6 +26,7 @@ from .scan_extern import check_scans
 from .passes.bound_checkers import instrument_bound_checkers
 from .passes.device_split import split_host_device
 from .passes.loop_partition import partition_loops
+from .passes.lower_intrinsics import lower_intrinsics
 from .passes.parallel_outline import outline_parallel
 from .passes.simplify import simplify_stmt
 from .passes.software_pipeline import software_pipeline
@@ -49,6 +50,8 @@ FRONT = ("schedule_to_stmt", "storage_flatten")
 
 # The passes that run on the flattened IR, in order; each takes and gives a PrimFunc body.
 PASSES = (
+    # intrinsic calls with a rule registered for the target (TVM's register_intrin_lowering)
+    ("lower_intrinsics", lower_intrinsics),
     # Stage.pipeline: the marked loops as prologue, steady state and epilogue
     ("software_pipeline", lambda f: software_pipeline(f.body)),
     # fold constants, drop guards that the loop ranges prove
@@ -69,6 +72,9 @@ PASSES = (
     # values it captures, which te/codegen/llvm emits as a function and a thread-pool call
     ("parallel_outline", lambda f: outline_parallel(f.body, f.name)),
 )
+
+# Passes that take the target as well as the function.
+TAKE_TARGET = ("lower_intrinsics",)
 
 # Passes that run only when lower() is asked for them, by the keyword of the same name.
 OPT_IN = ("instrument_bound_checkers",)
@@ -138,8 +144,8 @@ def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target,
         return func
     for pass_name, fn in PASSES:
         if pass_name not in skipped:
-            func = PrimFunc(func.name, func.params, func.scalar_params, fn(func),
-                               func.attrs)
+            body = fn(func, target) if pass_name in TAKE_TARGET else fn(func)
+            func = PrimFunc(func.name, func.params, func.scalar_params, body, func.attrs)
             verify_func(func, pass_name)
             _dump(func, pass_name, dump_after)
         if pass_name == stop_after:
@@ -221,9 +227,6 @@ def _check_args(sch: Schedule, args) -> list:
             raise LoweringError(f"te.lower: args[{k}] '{a.name}' is not part of this "
                                 f"schedule's compute graph (was it declared for another "
                                 f"schedule?)")
-        if st.attach_type == INLINE:
-            raise LoweringError(f"te.lower: args[{k}] '{a.name}' is inlined (compute_inline) "
-                                f"and has no storage to pass")
         t = st.op.output(a.value_index)
         if t in tensors:
             raise LoweringError(f"te.lower: args[{k}] '{a.name}' appears twice in args")
@@ -241,11 +244,6 @@ def _check_attachments(sch: Schedule, tensors: list) -> None:
     for st in sch.stages:
         if st.attach_type != SCOPE:
             continue
-        if any(t.op is st.op for t in tensors):
-            raise LoweringError(f"stage '{st.name}' is passed in args but computed inside "
-                                f"loop '{st.attach_ivar.var.name}' of '{st.attach_stage.name}', "
-                                f"which computes only the part that loop needs; use "
-                                f"compute_root for a tensor you pass in args")
         parent = st.attach_stage
         if parent.attach_type == INLINE:
             raise LoweringError(f"stage '{st.name}' is computed at '{parent.name}', which is "

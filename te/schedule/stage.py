@@ -306,6 +306,7 @@ class Stage:
                                 f"partial results (TVM's cross-thread allreduce) are not "
                                 f"supported; rfactor it and bind the rfactor stage's "
                                 f"spatial axes instead")
+        _check_thread_extent(self.name, iv, thread_ivar)
         self._record(S.Bind(self._ref(), self._axis_ref(iv), thread_ivar.thread_tag))
         attr = self.iter_attrs.setdefault(iv, IterAttr())
         attr.kind, attr.thread_tag = "thread_binding", thread_ivar.thread_tag
@@ -527,3 +528,15 @@ class Stage:
                                 f"at the top of the function; it cannot be placed elsewhere")
 
 
+
+
+def _check_thread_extent(stage: str, iv: IterVar, thread_ivar: IterVar) -> None:
+    """A thread axis declared with an extent (te.thread_axis((0, n), tag)) binds only a loop
+    of that extent, where both are known constants."""
+    if thread_ivar.dom is None or iv.dom is None:
+        return
+    want, have = thread_ivar.dom.extent, iv.dom.extent
+    if isinstance(want, Const) and isinstance(have, Const) and want.value != have.value:
+        raise ScheduleError(f"bind on stage '{stage}': loop '{iv.var.name}' has extent "
+                            f"{have.value} but thread axis '{thread_ivar.thread_tag}' was "
+                            f"declared with extent {want.value}")

@@ -28,8 +28,8 @@ def _schedule():
 
 
 def test_the_pass_list_starts_at_the_schedule():
-    assert pipeline.PASS_NAMES[:3] == ("schedule_to_stmt", "storage_flatten",
-                                       "software_pipeline")
+    assert pipeline.PASS_NAMES[:4] == ("schedule_to_stmt", "storage_flatten",
+                                       "lower_intrinsics", "software_pipeline")
     assert pipeline.PASS_NAMES[2:-1] == tuple(name for name, _ in pipeline.PASSES)
     assert pipeline.PASS_NAMES[-1] == "split_host_device"
 
