@@ -5,3 +5,14 @@ name here is one of ours, re-exported under TVM's spelling, or a small adapter w
 calling convention differs. The top layer of te: it may import every te layer and runtime;
 nothing in te imports it. The README's "Migrating from TVM" section lists what is missing.
 """
+
+from runtime.devices import Device, cpu, cuda, device
+
+from . import contrib, ir, nd, runtime, target, te, testing, tir
+from .build_module import build, lower
+
+# TVM's older names of cuda(): one GPU kind here
+gpu = cuda
+
+__all__ = ["Device", "build", "contrib", "cpu", "cuda", "device", "gpu", "ir", "lower", "nd",
+           "runtime", "target", "te", "testing", "tir"]

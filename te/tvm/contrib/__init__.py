@@ -1,0 +1,1 @@
+"""tvm.contrib: cc (create_shared) and utils (tempdir), the helpers TVM's tutorials import."""
