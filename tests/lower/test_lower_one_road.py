@@ -75,7 +75,8 @@ def test_stop_after_names_a_pass():
     s, args = _schedule()
     with pytest.raises(te.LoweringError, match=r"^te.lower: stop_after must be one of "
                                                r"schedule_to_stmt, storage_flatten, "
-                                               r"software_pipeline, .*, got 'flatten'$"):
+                                               r"lower_intrinsics, software_pipeline, .*, got "
+                                               r"'flatten'$"):
         te.lower(s, args, stop_after="flatten")
 
 
