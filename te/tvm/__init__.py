@@ -7,12 +7,14 @@ nothing in te imports it. The README's "Migrating from TVM" section lists what i
 """
 
 from runtime.devices import Device, cpu, cuda, device
+from runtime.packed import get_global_func, register_func
 
+# autotvm and topi load on `from te.tvm import autotvm, topi`, as in TVM (they pull in the tuner)
 from . import contrib, ir, nd, runtime, target, te, testing, tir
 from .build_module import build, lower
 
 # TVM's older names of cuda(): one GPU kind here
 gpu = cuda
 
-__all__ = ["Device", "build", "contrib", "cpu", "cuda", "device", "gpu", "ir", "lower", "nd",
-           "runtime", "target", "te", "testing", "tir"]
+__all__ = ["Device", "build", "contrib", "cpu", "cuda", "device", "get_global_func", "gpu", "ir",
+           "lower", "nd", "register_func", "runtime", "target", "te", "testing", "tir"]

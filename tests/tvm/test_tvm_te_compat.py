@@ -183,3 +183,19 @@ def test_emulator_runs_cuda_fast_math(name, arity, reference):
     out = np.empty(70, "float32")
     f.emulator()(*xs, out)
     tvm.testing.assert_allclose(out, reference(*xs).astype("float32"), rtol=1e-5, atol=1e-6)
+
+
+def test_the_namespaces_are_ours_under_tvms_names():
+    import runtime
+    import te as te_package
+    assert tvm.te.compute is te_package.compute and tvm.te.scan is te_package.scan
+    assert tvm.te.extern is te_package.extern
+    assert tvm.te.create_schedule is te_package.create_schedule
+    assert tvm.tir.call_packed is te_package.call_packed
+    assert tvm.tir.decl_buffer is te_package.decl_buffer
+    assert tvm.tir.ir_builder is te_package.ir_builder
+    assert tvm.register_func is runtime.register_func
+    assert tvm.get_global_func is runtime.get_global_func
+    assert tvm.runtime.load_module is runtime.load_module and tvm.nd.NDArray is runtime.NDArray
+    with pytest.raises(ImportError, match=r"^cannot import name 'relay' from 'te.tvm'"):
+        from te.tvm import relay  # noqa: F401
