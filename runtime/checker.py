@@ -24,6 +24,8 @@ SCALAR_CTYPES = {
     "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16,
     "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
 }
+# A scalar the caller passes (ScalarSpec.position) may be a float as well.
+PASSED_CTYPES = {**SCALAR_CTYPES, "float32": ctypes.c_float, "float64": ctypes.c_double}
 
 
 def _probe_data_offset() -> int | None:
@@ -59,9 +61,16 @@ class ArgumentChecker:
     def __init__(self, signature: KernelSignature) -> None:
         _validate_signature(signature)
         self.signature = signature
-        self._names = tuple(arg.name for arg in signature.args)
+        # The caller's argument list: the buffers with the passed scalars at their positions.
+        self._passed = {s.position: s for s in signature.scalars if s.position is not None}
+        names = [arg.name for arg in signature.args]
+        for position in sorted(self._passed):
+            names.insert(position, self._passed[position].name)
+        self._names = tuple(names)
+        self._buffer_names = tuple(arg.name for arg in signature.args)
         self._checks = tuple(_make_check(arg) for arg in signature.args)
         self._scalar_limits = tuple(
+            (scalar.name, None) if scalar.position is not None else
             (scalar.name, min(int(np.iinfo(scalar.dtype).max), INDEX_LIMIT - 1))
             for scalar in signature.scalars
         )
@@ -76,16 +85,30 @@ class ArgumentChecker:
         self._derived = any(check.derived for check in self._checks)
         self.ctypes_argtypes = (
             [ctypes.c_void_p] * len(signature.args)
-            + [SCALAR_CTYPES[scalar.dtype] for scalar in signature.scalars]
+            + [PASSED_CTYPES[scalar.dtype] for scalar in signature.scalars]
         )
+
+    def _split(self, args: Sequence[Any]) -> tuple[list, dict]:
+        """(the buffer arguments, passed scalar name -> its value, checked)."""
+        arrays, values = [], {}
+        for k, arg in enumerate(args):
+            spec = self._passed.get(k)
+            if spec is None:
+                arrays.append(arg)
+            else:
+                values[spec.name] = _passed_value(spec, arg)
+        return arrays, values
 
     def convert(self, args: Sequence[Any]) -> list[int]:
         """Check `args` and return data pointers followed by size-variable values."""
-        if len(args) != len(self._checks):
+        if len(args) != len(self._names):
             raise ArgumentError(
-                f"expected {len(self._checks)} arguments ({', '.join(self._names)}), "
+                f"expected {len(self._names)} arguments ({', '.join(self._names)}), "
                 f"got {len(args)}"
             )
+        values: dict = {}
+        if self._passed:
+            args, values = self._split(args)
         # The hot path of every call: no message is formatted unless a check fails.
         raw: list[int] = []
         sizes: list[int] = []
@@ -139,9 +162,12 @@ class ArgumentChecker:
             # [raw, raw + size) intervals intersect; empty arrays overlap nothing.
             if (sizes[o] and sizes[k]
                     and raw[o] < raw[k] + sizes[k] and raw[k] < raw[o] + sizes[o]):
-                _raise_overlap(self._names[o], self._names[k])
+                _raise_overlap(self._buffer_names[o], self._buffer_names[k])
         if self._symbolic:
             for name, limit in self._scalar_limits:
+                if limit is None:  # passed by the caller
+                    raw.append(values[name])
+                    continue
                 value = bound[name][0]
                 if value > limit:
                     _raise_scalar_range(name, self._scalar_dtypes[name], bound[name])
@@ -161,6 +187,21 @@ def _check_derived(checks: tuple, shapes: list, bound: dict) -> None:
                 raise ArgumentError(f"argument '{check.name}' shape[{dim}]: expected "
                                     f"{expected} ({format_shape_entry(entry)} with {where}), "
                                     f"got {shape[dim]}")
+
+
+def _passed_value(spec, value: Any):
+    """The caller's value of scalar `spec`, as the number its ctypes type takes."""
+    kind = np.dtype(spec.dtype).kind
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+    if ok and kind in "iu":
+        ok = isinstance(value, (int, np.integer))
+        if ok and not np.iinfo(spec.dtype).min <= int(value) <= np.iinfo(spec.dtype).max:
+            raise ArgumentError(f"argument '{spec.name}': {value} does not fit {spec.dtype}")
+    if not ok:
+        raise ArgumentError(f"argument '{spec.name}': expected a {spec.dtype} number, got "
+                            f"{type(value).__name__}")
+    return float(value) if kind == "f" else int(value)
 
 
 def _raise_rank_or_dtype(check: _ArgCheck, array: np.ndarray) -> None:
@@ -239,7 +280,19 @@ def _validate_signature(signature: KernelSignature) -> None:
             elif isinstance(entry, bool) or not isinstance(entry, int) or entry < 0:
                 raise ValueError(f"kernel signature: argument '{arg.name}' shape entry "
                                  f"{entry!r} is neither an int >= 0 nor a size variable name")
+    positions = [s.position for s in signature.scalars if s.position is not None]
+    if sorted(positions) != sorted(set(positions)) or any(
+            not isinstance(p, int) or not 0 <= p < len(signature.args) + len(positions)
+            for p in positions):
+        raise ValueError(f"kernel signature: scalar positions {positions} are not distinct "
+                         f"argument indices")
     for scalar in signature.scalars:
+        if scalar.position is not None:  # passed by the caller: any number dtype, no shape
+            if scalar.dtype not in PASSED_CTYPES:
+                raise ValueError(f"kernel signature: scalar '{scalar.name}' has dtype "
+                                 f"{scalar.dtype!r}; expected one of "
+                                 f"{', '.join(PASSED_CTYPES)}")
+            continue
         if scalar.dtype not in SCALAR_CTYPES:
             raise ValueError(f"kernel signature: scalar '{scalar.name}' has dtype "
                              f"{scalar.dtype!r}; expected an integer dtype")

@@ -104,17 +104,23 @@ class ArgSpec:
 
 @dataclass(frozen=True)
 class ScalarSpec:
-    """One scalar argument: a symbolic size variable passed after the buffers."""
+    """One scalar argument, passed to the kernel after the buffers: a symbolic size bound
+    from the arguments' shapes, or (position given) a value the caller passes itself, at
+    that index of its argument list (`te.build(s, [A, B, bias])` with bias a te.var)."""
 
     name: str
     dtype: str
+    position: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "dtype": self.dtype}
+        out: dict[str, Any] = {"name": self.name, "dtype": self.dtype}
+        if self.position is not None:
+            out["position"] = self.position
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScalarSpec:
-        return cls(name=data["name"], dtype=data["dtype"])
+        return cls(name=data["name"], dtype=data["dtype"], position=data.get("position"))
 
 
 @dataclass(frozen=True)

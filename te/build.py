@@ -75,7 +75,9 @@ def signature_of(func: PrimFunc, heap_buffers: tuple = (),
         _check_index_range(buf.name, shape)
         output = buf.data in written or buf.name in written
         args.append(runtime.ArgSpec(buf.name, buf.dtype, tuple(shape), output))
-    scalars = tuple(runtime.ScalarSpec(v.name, v.dtype) for v in func.scalar_params)
+    positions = {v: k for v, k in func.attrs.get(pipeline.PASSED_SCALARS, ())}
+    scalars = tuple(runtime.ScalarSpec(v.name, v.dtype, positions.get(v))
+                    for v in func.scalar_params)
     return runtime.KernelSignature(func.name, tuple(args), scalars, tuple(heap_buffers),
                                    tuple(checked_buffers))
 
@@ -175,6 +177,12 @@ def _build(sch, args, target, name: str, instrument_bound_checkers):
         if args is None:
             raise BuildError("te.build: args must list the argument tensors of the schedule")
         _check_name(name)
+        scalars = [a.name for a in args if isinstance(a, Var)] \
+            if isinstance(args, (list, tuple)) else []
+        if scalars and target.kind == "cuda":
+            raise BuildError(f"te.build: target 'cuda' takes tensors only in args; scalar "
+                             f"argument(s) {', '.join(scalars)} are supported for target "
+                             f"'llvm'")
         func = pipeline.lower(sch, args, target, name=name,
                               instrument_bound_checkers=instrument_bound_checkers,
                               split_host_device=target.kind == "cuda")

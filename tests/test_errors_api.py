@@ -94,7 +94,8 @@ def test_lower_bad_args(chain):
     with pytest.raises(te.LoweringError, match=r"te.lower: args must be a list of tensors, "
                                                r"got Tensor"):
         te.lower(s, A)
-    with pytest.raises(te.LoweringError, match=r"te.lower: args\[1\] must be a tensor, got int"):
+    with pytest.raises(te.LoweringError,
+                       match=r"te.lower: args\[1\] must be a tensor or a te.var, got int"):
         te.lower(s, [A, 3, C])
     with pytest.raises(te.LoweringError, match=r"te.lower: args\[2\] 'C' appears twice in args"):
         te.lower(s, [A, C, C])

@@ -137,9 +137,10 @@ def _lower(sch: Schedule, args: list, name: str, dump_after: str | None, target,
                             f"got {stop_after!r}")
     dump_after = dump_after or os.environ.get("TE_DUMP_IR")
     tensors = _check_args(sch, args)
+    passed = _passed_scalars(args, tensors)
     check_scans(sch, enclosing_loops)  # first: a split time loop would fail the next one
     _check_attachments(sch, tensors)
-    func = _front(sch, tensors, name, target, dump_after, stop_after)
+    func = _front(sch, tensors, passed, name, target, dump_after, stop_after)
     if stop_after in FRONT:
         return func
     for pass_name, fn in PASSES:
@@ -180,20 +181,21 @@ def split_for_device(func: PrimFunc, target, dump_after: str | None = None) -> P
     return func
 
 
-def _front(sch: Schedule, tensors: list, name: str, target, dump_after: str | None,
-           stop_after: str | None) -> PrimFunc:
+def _front(sch: Schedule, tensors: list, passed: tuple, name: str, target,
+           dump_after: str | None, stop_after: str | None) -> PrimFunc:
     """The FRONT passes: the function of the schedule's loop nests, flattened unless
     stop_after is 'schedule_to_stmt' (then its body reads and writes tensors, and it has
     no buffer parameters yet). dump_after='all' starts at storage_flatten, as it did."""
     body = schedule_to_stmt(sch, tensors, target.index_limit)
-    scalars = _scalar_params(tensors)
+    scalars = _scalar_params(tensors) + tuple(v for v, _ in passed)
+    attrs = {PASSED_SCALARS: passed} if passed else {}
     if stop_after == "schedule_to_stmt" or dump_after == "schedule_to_stmt":
-        nests = PrimFunc(name, (), scalars, body)
+        nests = PrimFunc(name, (), scalars, body, attrs)
         _dump(nests, "schedule_to_stmt", dump_after)
         if stop_after == "schedule_to_stmt":
             return nests
     params, body = storage_flatten(body, tensors)
-    func = PrimFunc(name, params, scalars, body)
+    func = PrimFunc(name, params, scalars, body, attrs)
     _check_free_vars(func)
     verify_func(func, "storage_flatten")
     _dump(func, "storage_flatten", dump_after)
@@ -219,8 +221,10 @@ def _check_args(sch: Schedule, args) -> list:
                             f"{type(args).__name__}")
     tensors = []
     for k, a in enumerate(args):
+        if isinstance(a, Var):  # a scalar the caller passes (_passed_scalars)
+            continue
         if not isinstance(a, Tensor):
-            raise LoweringError(f"te.lower: args[{k}] must be a tensor, got "
+            raise LoweringError(f"te.lower: args[{k}] must be a tensor or a te.var, got "
                                 f"{type(a).__name__}")
         st = sch.stage_map.get(a.op)
         if st is None:
@@ -238,6 +242,30 @@ def _check_args(sch: Schedule, args) -> list:
                 raise LoweringError(f"te.lower: output '{st.op.output(k).name}' must be in "
                                     f"args, or its result would be lost")
     return tensors
+
+
+# PrimFunc.attrs key: ((Var, its index in the argument list), ...) for the scalars that the
+# caller passes (te.build(s, [A, B, bias]) with bias a te.var), after the size variables.
+PASSED_SCALARS = "passed_scalars"
+
+
+def _passed_scalars(args, tensors: list) -> tuple:
+    sizes = set(_scalar_params(tensors))
+    out = []
+    for k, a in enumerate(args):
+        if not isinstance(a, Var):
+            continue
+        if a in sizes:
+            raise LoweringError(f"te.lower: args[{k}] '{a.name}' is a dimension of an argument "
+                                f"tensor, so its value comes from that tensor's shape; leave "
+                                f"it out of args")
+        if a.dtype == "handle" or "x" in a.dtype or a.dtype == "bool":
+            raise LoweringError(f"te.lower: args[{k}] '{a.name}' must be a number variable, "
+                                f"got dtype {a.dtype}")
+        if any(v is a for v, _ in out):
+            raise LoweringError(f"te.lower: args[{k}] '{a.name}' appears twice in args")
+        out.append((a, k))
+    return tuple(out)
 
 
 def _check_attachments(sch: Schedule, tensors: list) -> None:
