@@ -56,7 +56,9 @@ def test_init_of_two_rows_reads_two_steps_back():
         want[t] = want[t - 1] + want[t - 2] * x[t]
     got = np.zeros_like(x)
     te.build(te.create_schedule(out.op), [X, out])(x, got)
-    np.testing.assert_allclose(got, want, rtol=1e-5)
+    # atol: the kernel fuses a multiply-add that numpy rounds twice, and a sum that
+    # cancels to near zero keeps that rounding difference as a large relative error
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_two_stage_body_with_compute_at():
