@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import re
 import shlex
+import threading
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -44,8 +45,15 @@ class TargetKind(str):
         return str(self)
 
 
-# The targets of the `with target:` blocks being run, innermost last (Target.current()).
-_CURRENT: list = []
+# Per thread, the targets of the `with target:` blocks being run, innermost last
+# (Target.current()); a thread starts with none, as in TVM.
+_SCOPES = threading.local()
+
+
+def _current_stack() -> list:
+    if not hasattr(_SCOPES, "stack"):
+        _SCOPES.stack = []
+    return _SCOPES.stack
 
 
 @dataclass(frozen=True)
@@ -89,17 +97,18 @@ class Target:
         return dataclasses.replace(self, host=parse_target(host, who="Target host"))
 
     def __enter__(self) -> Target:
-        _CURRENT.append(self)
+        _current_stack().append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        _CURRENT.pop()
+        _current_stack().pop()
 
     @staticmethod
     def current(allow_none: bool = True) -> Target | None:
         """The target of the innermost `with target:` block being run, else None."""
-        if _CURRENT:
-            return _CURRENT[-1]
+        stack = _current_stack()
+        if stack:
+            return stack[-1]
         if not allow_none:
             raise BuildError("Target.current: no `with target:` block is being run")
         return None

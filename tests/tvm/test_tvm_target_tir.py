@@ -1,5 +1,7 @@
 """te.tvm's target objects, tvm.tir's helpers and intrinsic lowering rules, each checked
 against numpy on random data."""
+import threading
+
 import numpy as np
 import pytest
 
@@ -35,6 +37,12 @@ def test_target_with_host_kind_attrs_and_current():
         with t:
             assert tvm.target.Target.current() is t
         assert tvm.target.Target.current() is gpu
+    seen = []
+    with gpu:
+        worker = threading.Thread(target=lambda: seen.append(tvm.target.Target.current()))
+        worker.start()
+        worker.join()
+    assert seen == [None]                                 # each thread has its own scopes
     with pytest.raises(BuildError, match=r"^Target.current: no `with target:` block is being "
                                          r"run$"):
         tvm.target.Target.current(allow_none=False)
