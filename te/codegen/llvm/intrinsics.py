@@ -1,10 +1,11 @@
 """Math for codegen_llvm: intrinsic calls, libm calls and the memory hints (prefetch,
-non-temporal stores and their fence); the vector float32 exp is in exp.py.
+non-temporal stores and their fence); the vector float32 exp is in exp.py, erf and tanh
+in erf.py.
 
 Takes the FuncGen of codegen_llvm (duck-typed, never imported here: it gives .b, .mod,
 .expr, .expr_Const, .float_const, .vector_of and .address) and te.compute.expr Call nodes or
 the Load of an ir.Prefetch; gives LLVM values. Imports llvmlite, te.dtype, te.errors,
-te.compute.expr, types.py and exp.py.
+te.compute.expr, types.py, exp.py and erf.py.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from llvmlite import ir
 from ... import dtype as dt
 from ...compute import expr as E
 from ...errors import BuildError
+from .erf import vector_erf_f32, vector_tanh_f32
 from .exp import vector_exp_f32
 from .types import I32, intrinsic, ll_type
 
@@ -28,7 +30,9 @@ LLVM_MATH = {
     # numpy.minimum/maximum propagate NaN and so do llvm.minimum/maximum (minnum does not).
     "min": "llvm.minimum", "max": "llvm.maximum",
 }
-# Functions taken from libm (float32 name, float64 name); vectors are scalarized.
+# float32 vectors of these are computed inline (exp.py, erf.py), not lane by lane
+VECTOR_F32 = {"exp": vector_exp_f32, "erf": vector_erf_f32, "tanh": vector_tanh_f32}
+# Functions taken from libm (float32 name, float64 name); other vectors are scalarized.
 LIBM = {name: (name + "f", name) for name in (
     "tanh", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")}
 
@@ -44,8 +48,8 @@ def emit_call(gen, e: E.Call) -> ir.Value:
         return gen.b.select(neg, gen.b.sub(ir.Constant(x.type, None), x), x)
     if not dt.is_float(e.dtype):
         raise BuildError(f"Call: intrinsic {e.name!r} needs a float dtype, got {e.dtype}")
-    if e.name == "exp" and e.dtype.startswith("float32x"):
-        return vector_exp_f32(gen, args[0], e.dtype)
+    if e.dtype.startswith("float32x") and e.name in VECTOR_F32:
+        return VECTOR_F32[e.name](gen, args[0], e.dtype)
     if e.name in LLVM_MATH:
         return intrinsic(gen, LLVM_MATH[e.name], e.dtype, args)
     if e.name in LIBM:
