@@ -6,14 +6,11 @@ placeholders for the group's external inputs only. How each family is scheduled:
   'conv2d'  the epilogue (every stage after the conv's own output) is inlined into ONE
             elementwise stage reading the conv's output and the other inputs, which is what
             graph.schedule.schedule_conv2d takes;
-  'auto'    a reduction (softmax, layer_norm, a sum) with its producers, or an injective
-            chain: one te.autotune.auto_schedule of the whole compute (its default inlines a
-            producer read once and computes one read several times once per row);
-            a matmul-like anchor with an epilogue: two functions run back to back, the
-            anchor's own kernel (the O0 one) then the epilogue, because auto_schedule puts a
-            matmul that is not the output into a plain reduction loop nest, 100x slower than
-            its register-tile micro-kernel, and with the matmul as a second output it
-            computes the matmul twice (its packing rewrite swaps only the output).
+  'auto'    one te.autotune.auto_schedule of the whole compute: a reduction (softmax,
+            layer_norm, a sum) with its producers, an injective chain (its default inlines
+            a producer read once and computes one read several times once per row), or a
+            matmul with its elementwise epilogue (bias, GELU, a residual add: computed as
+            the matmul's register tile is stored).
 Imports te's public API and graph.{fuse,kernels,ops,schedule}.
 """
 from __future__ import annotations
@@ -24,29 +21,12 @@ from te.compute.tensor import PlaceholderOp
 
 from .fuse import Group
 from .kernels import build_kernel, check_static, compile_node
-from .ops import OPS, Pattern, placeholders
+from .ops import OPS, placeholders
 
 # Inlining copies a stage's expression into every read of it: a stage read many times
 # through diamonds could make the expression grow exponentially; past this many nodes the
 # stage stays a stage of its own.
 MAX_INLINED_NODES = 4096
-
-
-class ChainKernel:
-    """Several built functions run in order as one step: `parts` is [(Kernel, sources)],
-    a source an int (the step's input k) or ('part', j) (part j's first output)."""
-
-    def __init__(self, name: str, parts: list):
-        self.name = name
-        self.parts = parts
-        self.out_types = parts[-1][0].out_types
-
-    def __call__(self, *inputs) -> list:
-        results: list = []
-        for kernel, sources in self.parts:
-            args = [results[s[1]] if isinstance(s, tuple) else inputs[s] for s in sources]
-            results.append(kernel(*args)[0])
-        return [results[-1]]
 
 
 def group_workload(group: Group) -> tuple:
@@ -69,33 +49,15 @@ def compile_group(group: Group, target: str, cache: dict):
     kernel = cache.get(key)
     if kernel is None:
         name = f"k{len(cache)}_fused_" + "_".join(dict.fromkeys(group.ops))[:48]
-        cache[key] = None  # holds the number in the name while the anchor's kernel builds
-        try:
-            kernel = _build_group(group, target, name, cache)
-        finally:
-            del cache[key]
+        kernel = _build_group(group, target, name)
         cache[key] = kernel
     return kernel
 
 
-def _build_group(group: Group, target: str, name: str, cache: dict):
+def _build_group(group: Group, target: str, name: str):
     check_static(group.inputs + group.outputs)
     anchor = group.anchor
     family = OPS[anchor.op].schedule if anchor is not None else "auto"
-    if (anchor is not None and family == "auto" and group.outputs[0] not in anchor.outputs
-            and OPS[anchor.op].pattern == Pattern.OUT_ELEMWISE_FUSABLE):
-        first = compile_node(anchor, target, cache)
-        rest = [n for n in group.nodes if n is not anchor]
-        made = {id(v) for n in rest for v in n.outputs}
-        inputs = list({id(v): v for n in rest for v in n.inputs if id(v) not in made}
-                      .values())
-        ins, env = _compute(rest, inputs)
-        epilogue = build_kernel(name + "_epilogue", "auto", ins,
-                                [env[id(group.outputs[0])]], target,
-                                workload=("epilogue",) + _disk_key(group))
-        sources = [_source(group, anchor, v) for v in anchor.inputs]
-        rest_sources = [_source(group, anchor, v) for v in inputs]
-        return ChainKernel(name, [(first, sources), (epilogue, rest_sources)])
     ins, env = _compute(group.nodes, group.inputs)
     out = env[id(group.outputs[0])]
     if family == "conv2d":
@@ -117,11 +79,6 @@ def _conv_core(t):
     while not t.op.is_reduction and t.op.name.endswith("_bias") and t.op.input_tensors:
         t = t.op.input_tensors[0]
     return t
-
-
-def _source(group: Group, anchor, v):
-    """Where a part of a ChainKernel reads value v: the anchor's output or an input."""
-    return ("part", 0) if v is anchor.outputs[0] else group.inputs.index(v)
 
 
 def _compute(nodes: list, inputs: list) -> tuple:

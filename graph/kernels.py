@@ -66,14 +66,7 @@ def build_kernel(name: str, family: str, ins: list, outs: list, target: str,
     `workload`: what decides this kernel in the graph, its compile-cache key
     (graph/cache.py); None builds it without the cache."""
     def build(sch, args):
-        try:
-            return te.build(sch, args, target=target, name=name)
-        except te.LoweringError:
-            # The automatic space's default config of a matmul with an elementwise epilogue
-            # (gemm + bias) fails to lower (software_pipeline: "interleave loop 'k.outer' is
-            # not the outermost loop"): a te defect; the plain schedule computes the same.
-            sch, args = te.create_schedule([t.op for t in outs]), ins + outs
-            return te.build(sch, args, target=target, name=name)
+        return te.build(sch, args, target=target, name=name)
 
     out_types = [(t.dtype, tuple(int(d.value) for d in t.shape)) for t in outs]
     func = disk_cache.build(workload, family, target, out_types,

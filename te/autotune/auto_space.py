@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..compute.tensor import ComputeOp, PlaceholderOp
 from ..schedule.schedule import create_schedule, topo_order
 from .injective import attach_producer, pipeline_rows, place_producer, schedule_output
+from .epilogue import is_contraction, matmul_epilogue, rebuild
 from .micro_kernel import define_matmul_like, schedule_matmul_like, static_extent
 from .micro_kernel import vector_lanes  # noqa: F401  (features.py reads the host's width here)
 from .row_reduction import (define_row_reduction, place_reduction, row_reduction_inputs,
@@ -66,14 +67,22 @@ def auto_schedule(cfg, outputs, args=None):
     loops), the other stages readers first (at those loops), and the pipelined rows."""
     g, args = _prepare(cfg, outputs, args)
     s = create_schedule(g.out_ops)
+    epilogue_stages = {x for _, stages in g.epilogues.values() for x in stages}
     for op in g.producers():
-        place_producer(cfg, s, op, g)
+        if op in epilogue_stages:
+            s[op].compute_inline()      # into the store of the contraction's tile
+            g.inlined.add(op)
+        else:
+            place_producer(cfg, s, op, g)
+    for op in g.ops:
+        if op in g.contractions and not any(op is r for r, _ in g.epilogues.values()):
+            schedule_matmul_like(cfg, s, op, g.prefix[op], g.packs.get(op))
     for op in g.out_ops:
         if isinstance(op, ComputeOp):
             g.main_loop[op] = _schedule_output(cfg, s, op, g)
     for op in reversed(g.ops):
         kind = stage_kind(op, g.out_ops)
-        if kind == REDUCTION:
+        if kind == REDUCTION and op not in g.contractions:
             place_reduction(cfg, s, op, g)
         elif kind == PRODUCER and op in g.deferred:
             attach_producer(cfg, s, op, g)
@@ -93,21 +102,40 @@ def _prepare(cfg, outputs, args):
         for iv in list(op.axis) + list(op.reduce_axis):
             static_extent(iv)
     prefix = _knob_prefix(ops)
+    cons = consumers(ops)
     swap, packs = {}, {}
-    for op in out_ops:
-        kind = stage_kind(op, out_ops) if isinstance(op, ComputeOp) else None
+    epilogues = {op: found for op in out_ops if isinstance(op, ComputeOp)
+                 and stage_kind(op, out_ops) == INJECTIVE_OUTPUT
+                 and (found := matmul_epilogue(op, out_ops, cons)) is not None}
+    # the register tiles: outputs first, then the contractions read by other stages (at
+    # the tile of their epilogue output, or at root)
+    tiled = [op for op in out_ops if isinstance(op, ComputeOp)]
+    tiled += [op for op in ops if op not in out_ops and is_contraction(op)]
+    contractions = set()
+    for op in tiled:
+        kind = stage_kind(op, out_ops)
         if kind == ROW_REDUCTION:
             define_row_reduction(cfg, op, prefix[op])
-        elif kind == MATMUL_LIKE:
+        elif kind in (MATMUL_LIKE, REDUCTION):
+            if kind == REDUCTION:
+                contractions.add(op)
             new, packed = define_matmul_like(cfg, op, prefix[op])
             if packed is not None:
                 swap[op], packs[new] = new, packed
-                prefix[new] = prefix[op]
     if swap:
+        swap = rebuild(ops, swap)
         out_ops = [swap.get(op, op) for op in out_ops]
         args = [swap[a.op].output(a.value_index) if a.op in swap else a for a in args]
-        ops = [swap.get(op, op) for op in ops]
-    return Stages(ops, out_ops, prefix, consumers(ops), packs), args
+        panels = {t.op for t in packs.values()}   # scheduled by the tile's policy
+        ops = [op for op in topo_order(out_ops) if isinstance(op, ComputeOp)
+               and op not in panels]
+        for old, new in swap.items():
+            prefix[new] = prefix[old]
+        contractions = {swap.get(op, op) for op in contractions}
+        epilogues = {swap.get(op, op): (swap.get(r, r), [swap.get(x, x) for x in chain])
+                     for op, (r, chain) in epilogues.items()}
+    return Stages(ops, out_ops, prefix, consumers(ops), packs, contractions=contractions,
+                  epilogues=epilogues), args
 
 
 def _schedule_output(cfg, s, op, g):
@@ -117,4 +145,7 @@ def _schedule_output(cfg, s, op, g):
         return schedule_row_reduction(cfg, s, op, g.prefix[op], g.partials)
     if kind == MATMUL_LIKE:
         return schedule_matmul_like(cfg, s, op, g.prefix[op], g.packs.get(op))
+    if op in g.epilogues:
+        r = g.epilogues[op][0]
+        return schedule_matmul_like(cfg, s, r, g.prefix[r], g.packs.get(r), epilogue=op)
     return schedule_output(cfg, s, op, g)

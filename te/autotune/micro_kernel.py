@@ -253,7 +253,7 @@ def _pack_rewrite(op, nr: int):
     return new, packed
 
 
-def schedule_matmul_like(cfg, s, op, prefix: str, packed=None):
+def schedule_matmul_like(cfg, s, op, prefix: str, packed=None, epilogue=None):
     """Schedule reduction output `op` (as define_matmul_like returned it, with the same
     `prefix`; `packed` its packed tensor) as a register-blocked micro-kernel, defining knob
     `.cache`. Spatial axes ..., f, i, j get register tiles fr x mr x nr (nr a multiple of
@@ -261,13 +261,16 @@ def schedule_matmul_like(cfg, s, op, prefix: str, packed=None):
     row-block loop, with the reduction loops outside the tile, the tile rows unrolled and
     its last axis vectorized; row blocks of mc tiles, parallel over the fused outer loops.
     Without the cache, the same tiling is applied to the op itself; with `.rfactor`, vector
-    partial results along k instead. Returns the row-block loop (where other stages can be
-    computed), or None."""
+    partial results along k instead. With `epilogue`, an elementwise stage of op's shape
+    reading op (its other readers inlined into it): that output is tiled, and op is
+    computed into its tile, as the cache would be (TVM's dense schedules). Returns the
+    row-block loop (where other stages can be computed), or None."""
     op = _reduction_op(op, prefix, "schedule_matmul_like")
     spatial = list(op.axis)
     for iv in spatial:
         static_extent(iv)                 # raises on a symbolic extent
-    cfg.define_knob(prefix + ".cache", [True, False] if op.num_outputs == 1 else [False])
+    cfg.define_knob(prefix + ".cache", [True] if epilogue is not None else
+                    [True, False] if op.num_outputs == 1 else [False])
     if packed is not None:
         _schedule_pack(cfg, s, packed, prefix)
     if cfg[prefix + ".rfactor"].val:
@@ -279,9 +282,13 @@ def schedule_matmul_like(cfg, s, op, prefix: str, packed=None):
         tiles[-2] = cfg[prefix + ".mr"].val
     if nd >= 3:
         tiles[-3] = cfg[prefix + ".fr"].val
-    cache = s.cache_write(op.output(0), "local") if cfg[prefix + ".cache"].val else None
-    st = s[op]
-    loops, inner = _tile_loops(cfg, st, spatial, tiles, prefix)
+    if epilogue is not None:
+        cache, out = op.output(0), epilogue
+    else:
+        cache = s.cache_write(op.output(0), "local") if cfg[prefix + ".cache"].val else None
+        out = op
+    st = s[out]
+    loops, inner = _tile_loops(cfg, st, list(out.axis), tiles, prefix)
     attach = loops[-1]
     if cache is None:
         _micro_kernel(cfg, st, list(op.reduce_axis), inner, tiles, prefix)

@@ -39,6 +39,10 @@ class Stages:
     partials: dict = field(default_factory=dict)   # reduction -> its rfactor stage's op
     attached: dict = field(default_factory=dict)   # stage -> the output it is computed at
     shared: dict = field(default_factory=dict)     # reader -> rfactor op a producer joins
+    # contractions given a register tile though not outputs (epilogue.py), and the outputs
+    # that store such a tile: output -> (contraction, the stages inlined into the store)
+    contractions: set = field(default_factory=set)
+    epilogues: dict = field(default_factory=dict)
 
     def producers(self) -> list:
         """The injective stages that are not outputs, in graph order."""
