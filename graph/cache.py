@@ -9,6 +9,7 @@ import contextvars
 import hashlib
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import te
@@ -19,6 +20,8 @@ from .errors import GraphError
 _GRAPH_DIR = os.path.dirname(os.path.abspath(__file__))
 _use: contextvars.ContextVar = contextvars.ContextVar("graph_cache_use", default=None)
 _caches: dict = {}   # directory -> te.cache.KernelCache (one per directory, for its stats)
+# (writer thread, its futures) of the graph.compile running in this context
+_writes: contextvars.ContextVar = contextvars.ContextVar("graph_cache_writes", default=None)
 
 
 @contextmanager
@@ -28,9 +31,18 @@ def using(cache):
         raise GraphError(f"graph.compile: cache must be True, False or None (the default: "
                          f"on unless TE_CACHE=0), got {cache!r}")
     token = _use.set(cache)
+    # Entries are written by one thread beside the compile: exporting a kernel (LLVM's
+    # object code, then a link by cc) waits on native code and another process, not the GIL.
+    # The compile returns once they are all on disk.
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="te-cache-writer")
+    writes = _writes.set((writer, []))
     try:
         yield
+        for future in _writes.get()[1]:
+            future.result()   # store() reports what it cannot write; this is anything else
     finally:
+        writer.shutdown(wait=True)
+        _writes.reset(writes)
         _use.reset(token)
 
 
@@ -66,7 +78,11 @@ def build(workload, family: str, target: str, out_types: list, schedule, make):
     if hit is not None:
         return hit[0]
     func = make(*(planned or schedule()))
-    store.store(fields, func)
+    writer, futures = _writes.get() or (None, None)
+    if writer is None:
+        store.store(fields, func)
+    else:
+        futures.append(writer.submit(store.store, fields, func))
     return func
 
 

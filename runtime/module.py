@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -429,14 +430,17 @@ def _umask() -> int:
     return 0o022
 
 
+# The bytes an LLVM IR string constant cannot hold as they are: all but printable ASCII,
+# the quote and the backslash.
+_NEEDS_ESCAPE = re.compile(rb'[^\x20\x21\x23-\x5b\x5d-\x7e]')
+
+
 def _string_globals_ir(strings: dict[str, str]) -> str:
     lines = []
     for symbol, text in strings.items():
         data = text.encode("utf-8") + b"\0"
-        escaped = "".join(
-            chr(byte) if 32 <= byte < 127 and byte not in (34, 92) else f"\\{byte:02X}"
-            for byte in data
-        )
+        # a regex pass, not a loop per byte: the IR text of a big kernel is megabytes
+        escaped = _NEEDS_ESCAPE.sub(lambda m: b"\\%02X" % m.group()[0], data).decode("ascii")
         lines.append(f'@{symbol} = constant [{len(data)} x i8] c"{escaped}"')
     return "\n".join(lines) + "\n"
 
