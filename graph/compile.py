@@ -3,10 +3,11 @@
 O0: the graph as it is, one kernel per node, run node by node from Python.
 O1: the graph passes (graph.passes.optimize), then fusion (graph.fuse), then one kernel per
 fused group; a group of one reshape runs as a view (no kernel, no copy).
-dry_run=True returns the memory plan (graph.plan_memory) and builds nothing.
+O2: the O1 kernels in a planned order over one planned arena, called from one native entry
+point (graph.o2); dry_run=True returns the memory plan (graph.plan_memory) and builds nothing.
 At every level identical workloads share one compiled kernel, and kernels compiled before
 (by any compile, in any process) come from the compile cache on disk (graph/cache.py).
-Imports graph.{cache,errors,executor,fuse,group_kernels,ir,kernels,memory,passes}.
+Imports graph.{cache,errors,executor,fuse,group_kernels,ir,kernels,memory,o2,passes}.
 """
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from .group_kernels import compile_group
 from .ir import Graph
 from .kernels import compile_node
 from .memory import plan_memory
+from .o2 import O2Module
 from .passes import optimize
 
-LEVELS = ("O0", "O1")
+LEVELS = ("O0", "O1", "O2")
 TARGETS = ("llvm",)
 
 
@@ -51,6 +53,8 @@ def _compile(g: Graph, level: str, target: str, dry_run: bool):
     opt = optimize(g)
     steps = [_group_step(group, None if group.is_view else compile_group(group, target, cache))
              for group in fuse(opt)]
+    if level == "O2":
+        return O2Module(opt, steps, target)
     return Module(opt, steps, level, target)
 
 

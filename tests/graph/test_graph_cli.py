@@ -76,7 +76,7 @@ def test_run_compiles_runs_profiles_and_compares(model_path, capsys):
 
 def test_errors(model_path, capsys):
     assert main(["run", model_path, "--level", "O7"]) == 2
-    assert "error: graph.compile: level must be one of ['O0', 'O1'], got 'O7'" in \
+    assert "error: graph.compile: level must be one of ['O0', 'O1', 'O2'], got 'O7'" in \
         capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["show", model_path, "--shape", "in0"])

@@ -203,9 +203,10 @@ def test_identical_fused_groups_compile_once_and_profile_lists_fused_ops():
     assert "add+sigmoid" in table and "view" in table and table.count("\n") == 6
 
 
-@pytest.mark.parametrize("level", ["O2", "o1"])
+@pytest.mark.parametrize("level", ["O3", "o1"])
 def test_unknown_level_is_refused(level):
-    with pytest.raises(graph.GraphError, match=r"level must be one of \['O0', 'O1'\], got"):
+    with pytest.raises(graph.GraphError, match=r"level must be one of \['O0', 'O1', 'O2'\], "
+                                               r"got"):
         graph.compile(graph.Graph(graph.relu(graph.input("x", (2,)))), level=level)
 
 

@@ -1,6 +1,7 @@
 """Property tests of the O1 pipeline on seeded random DAGs (tests/graph/random_graphs.py):
 every graph computes the same at O0 and O1 (tight tolerance) and as onnxruntime runs its
-ONNX export (tests/graph/onnx_export.py); O1 really fuses (fewer kernels) and the graphs
+ONNX export (tests/graph/onnx_export.py), exactly the same at O2 as at O1 (with a safe
+memory plan, tests/graph/plan_checks.py); O1 really fuses (fewer kernels) and the graphs
 really give each pass work.
 
 The graphs are built with the Python builder and exported to ONNX, not imported from ONNX:
@@ -15,8 +16,10 @@ import numpy as np
 import pytest
 
 import graph
+from graph.o2 import O2Module
 from graph.passes import PASSES
 
+from plan_checks import check_plan
 from random_graphs import random_feeds, random_graph
 
 SEEDS = range(48)
@@ -67,6 +70,21 @@ def test_random_graph_is_the_same_at_o0_o1_and_in_onnxruntime(seed):
     ref = _onnxruntime(g, feeds)  # (skips here without onnx / onnxruntime)
     _check(r0, ref, ORT_TOL, "O0 against onnxruntime", g, seed)
     _check(r1, ref, ORT_TOL, "O1 against onnxruntime", g, seed)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_graph_is_the_same_at_o2_and_o1(seed):
+    """O2 over the O1 module's own kernels (no second compile): one native call over the
+    planned arena gives exactly the O1 numbers, run after run."""
+    g, feeds, _, m1 = _case(seed)
+    m2 = O2Module(m1.graph, m1.steps, m1.target)
+    check_plan(m2.memory_plan)
+    want = m1.run(feeds)
+    for _ in range(2):
+        got = m2.run(feeds)
+        for v, a, b in zip(g.outputs, got, want, strict=True):
+            assert a.shape == b.shape and a.dtype == b.dtype, (seed, v.name)
+            assert np.array_equal(a, b), f"seed {seed}, output %{v.name}\n{g}"
 
 
 def _kernel_steps(m) -> int:

@@ -92,7 +92,7 @@ def test_run_errors_name_the_input_the_expected_and_the_given():
 def test_compile_errors():
     g = graph.Graph(graph.relu(graph.input("x", (2, 3))))
     with pytest.raises(graph.GraphError, match=r"graph\.compile: level must be one of "
-                                               r"\['O0', 'O1'\], got 'O3'"):
+                                               r"\['O0', 'O1', 'O2'\], got 'O3'"):
         graph.compile(g, level="O3")
     with pytest.raises(graph.GraphError, match=r"graph\.compile: target must be one of "
                                                r"\['llvm'\]"):

@@ -62,3 +62,10 @@ def test_dlpack_round_trip():
 def test_repr_mentions_shape_and_dtype():
     text = repr(runtime.array(np.zeros((2, 2), "int8")))
     assert "shape=(2, 2)" in text and "dtype=int8" in text
+
+
+def test_data_pointer_is_the_arrays_data_address():
+    from runtime.checker import data_pointer
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for a in (base, base[1:], base[2, 3:], np.empty((0,), np.int8), np.array(2.0)):
+        assert data_pointer(a) == a.ctypes.data
