@@ -166,6 +166,9 @@ class O2Module(Module):
         for k, call in enumerate(self.calls):
             func = call.kernel.func
             signature = func.signature
+            if func.unavailable is not None:
+                raise GraphError(f"graph.compile O2: kernel '{call.kernel.name}' must not run "
+                                 f"on this host: {func.unavailable}")
             if signature.scalars:
                 raise GraphError(f"graph.compile O2: kernel '{call.kernel.name}' takes size "
                                  f"variables; O2 needs constant shapes")

@@ -89,9 +89,11 @@ class Module:
         unavailable: str | None = None,
     ) -> None:
         """`unavailable`, when given, says why this host must not run the code (e.g. CPU
-        features it lacks): calls then raise RuntimeError with it; export still works."""
+        features it lacks): calls then raise RuntimeError with it; export still works. It
+        stays readable as `unavailable` (for callers that call the entry point by address)."""
         self.library = library
         self.signature = signature
+        self.unavailable = unavailable
         self._sources = dict(sources or {})
         self._checker = ArgumentChecker(signature)
         self._bounds_checked = bool(signature.checked_buffers)

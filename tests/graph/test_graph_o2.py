@@ -117,3 +117,16 @@ def test_light_model_at_o2(name):
         tracemalloc.stop()
     assert o2_peak < out_bytes + 64 * 1024, (o2_peak, out_bytes)
     assert o1_peak > m.memory_plan.arena_bytes / 4, o1_peak
+
+
+def test_o2_refuses_kernels_this_host_must_not_run():
+    # O2 calls kernels by address, past the module's own refusal: it must refuse first
+    import llvmlite.binding as llvm
+    host = llvm.get_host_cpu_features()
+    missing = [f for f in ("sse4a", "xop", "fma4", "tbm", "avx512fp16", "amx-fp16")
+               if f in host and not host[f]]
+    assert missing, "this host has every feature the test could turn on"
+    g = graph.Graph([graph.relu(graph.input("x", (3, 5)))])
+    with pytest.raises(graph.GraphError, match=r"graph.compile O2: kernel '\w+' must not run "
+                                               r"on this host: .*lacks"):
+        graph.compile(g, level="O2", target=f"llvm -mattr=+{missing[0]}", cache=False)
