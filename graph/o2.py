@@ -1,8 +1,7 @@
 """Level O2: the O1 kernels run over one preallocated arena from one native entry point.
 
-O2Module takes the O1 steps, splits a ChainKernel into its parts (each a call; a part's
-output that the next part reads is an intermediate of its own), plans the memory of the
-calls (graph.plan: order, lifetimes, offsets) and generates, with the LLVM JIT of runtime,
+O2Module takes the O1 steps (a kernel or a view each), plans their memory (graph.plan:
+order, lifetimes, offsets) and generates, with the LLVM JIT of runtime,
 one function `i32 graph_run(ptr inputs, ptr outputs, ptr failed)` that calls every kernel's
 native entry point by address with its arguments' addresses: arena + offset, a constant's
 data, or an input's / output's pointer read from the two arrays given. A status other than 0
@@ -11,8 +10,8 @@ run(feeds) checks the feeds once, allocates each output (the caller owns it; not
 is allocated per run) and makes one call. The arena is the module's own: runs of one module
 are serialized by a lock. run(feeds, keep=True) and profile() run the steps from Python as at
 O1 (the values inside the arena do not outlive a native run).
-Imports numpy, runtime (the JIT, data_pointer) and graph.{errors,executor,group_kernels,ir,
-kernels,memory,ops,plan}.
+Imports numpy, runtime (the JIT, data_pointer) and graph.{errors,executor,kernels,memory,
+plan}.
 """
 from __future__ import annotations
 
@@ -27,11 +26,8 @@ from runtime.checker import data_pointer
 
 from .errors import GraphError
 from .executor import Module
-from .group_kernels import ChainKernel
-from .ir import Value
 from .kernels import Kernel
 from .memory import pointwise_ops
-from .ops import OPS, Pattern
 from .plan import ALIGNMENT, PlanStep, plan
 
 ENTRY = "graph_run"
@@ -198,44 +194,17 @@ def _ptr(address: int) -> str:
 
 def _plan_steps(steps: list) -> tuple:
     """([PlanStep] in the steps' order, {id(PlanStep): Call}): a view is a PlanStep with no
-    call; a ChainKernel gives one call per part, each part's output but the last a new
-    intermediate value."""
+    call, a kernel step one call."""
     plan_steps, calls = [], {}
     for step in steps:
         if step.kernel is None:
             plan_steps.append(PlanStep(step.inputs, step.outputs, "view", view=True))
             continue
-        if isinstance(step.kernel, Kernel):
-            parts = [(step.kernel, step.inputs, step.outputs,
-                      pointwise_ops(step.ops) and len(step.outputs) == 1)]
-        elif isinstance(step.kernel, ChainKernel):
-            parts = _chain_parts(step)
-        else:
+        if not isinstance(step.kernel, Kernel):
             raise GraphError(f"graph.compile O2: step '{step.name}' runs a "
                              f"{type(step.kernel).__name__}, which O2 cannot call natively")
-        for kernel, ins, outs, elementwise in parts:
-            ps = PlanStep(tuple(ins), tuple(outs), kernel.name, elementwise=elementwise)
-            plan_steps.append(ps)
-            calls[id(ps)] = Call(kernel, tuple(ins), tuple(outs))
+        ps = PlanStep(tuple(step.inputs), tuple(step.outputs), step.kernel.name,
+                      elementwise=len(step.outputs) == 1 and pointwise_ops(step.ops))
+        plan_steps.append(ps)
+        calls[id(ps)] = Call(step.kernel, tuple(step.inputs), tuple(step.outputs))
     return plan_steps, calls
-
-
-def _chain_parts(step) -> list:
-    """The parts of a ChainKernel step as (Kernel, inputs, outputs, elementwise): a part is
-    elementwise when it is not the first (the anchor's own kernel) and every op of the
-    step but the one anchor is elementwise or broadcasting (the epilogue)."""
-    chain = step.kernel
-    anchors = [op for op in step.ops if OPS[op].pattern == Pattern.OUT_ELEMWISE_FUSABLE]
-    epilogue = len(anchors) == 1 and pointwise_ops([op for op in step.ops
-                                                    if op not in anchors])
-    made, parts = [], []
-    for j, (kernel, sources) in enumerate(chain.parts):
-        ins = [made[s[1]] if isinstance(s, tuple) else step.inputs[s] for s in sources]
-        if j == len(chain.parts) - 1:
-            outs = list(step.outputs)
-        else:
-            dtype, shape = kernel.out_types[0]
-            outs = [Value(f"{step.name}.part{j}", dtype, tuple(shape))]
-        made.append(outs[0])
-        parts.append((kernel, ins, outs, j > 0 and epilogue))
-    return parts
