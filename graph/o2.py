@@ -87,19 +87,16 @@ class O2Module(Module):
         if keep:
             return super().run(feeds, keep=True)
         inputs = self._inputs(feeds)
-        pointers = self._pointers
-        for k, a in enumerate(inputs):
-            pointers[k] = data_pointer(a)
+        outs = [np.empty(how[1], how[2]) if how[0] == "new" else None
+                for how in self._results]
         n_in = len(inputs)
-        outs = []
-        for k, how in enumerate(self._results):
-            if how[0] == "new":
-                a = np.empty(how[1], how[2])
-                pointers[n_in + k] = data_pointer(a)
-                outs.append(a)
-            else:
-                outs.append(None)
-        with self._lock:
+        with self._lock:  # the pointer array and the arena are the module's, one run at once
+            pointers = self._pointers
+            for k, a in enumerate(inputs):
+                pointers[k] = data_pointer(a)
+            for k, a in enumerate(outs):
+                if a is not None:
+                    pointers[n_in + k] = data_pointer(a)
             status = self._entry(*self._entry_args)
             if status:
                 self._raise(status)
