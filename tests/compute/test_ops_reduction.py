@@ -141,6 +141,21 @@ def test_cumsum(axis, exclusive, dtype):
     check(te.create_schedule(B.op), [A], [B], ref)
 
 
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_running_reductions_in_reverse(op, exclusive):
+    A = te.placeholder((5, 9), "float32", name="A")
+    B = getattr(ops, op)(A, 1, exclusive=exclusive, reverse=True)
+    np_op, identity = (np.cumsum, 0.0) if op == "cumsum" else (np.cumprod, 1.0)
+
+    def ref(a):
+        flipped = a[:, ::-1]
+        if exclusive:  # shift by one, the identity first
+            flipped = np.concatenate([np.full((5, 1), identity, a.dtype), flipped[:, :-1]], 1)
+        return np_op(flipped, axis=1)[:, ::-1]
+    check(te.create_schedule(B.op), [A], [B], ref)
+
+
 def test_cumsum_scheduled():
     A = te.placeholder((5, 31), name="A")
     B = ops.cumsum(A, 1)

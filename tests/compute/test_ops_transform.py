@@ -220,3 +220,21 @@ def test_transform_chain_inlined():
     _, xi = s[R].split(R.op.axis[0], 8)
     s[R].vectorize(xi)
     check(s, [A], [R], lambda a: np.pad(a[:, 1::2].T, ((1, 0), (0, 2))).reshape(-1))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_elements_is_take_along_axis(axis):
+    rng = np.random.default_rng(3)
+    A = te.placeholder((5, 7, 3), "float32", name="A")
+    idx_shape = [5, 7, 3]
+    idx_shape[axis] = 4
+    I = te.placeholder(tuple(idx_shape), "int64", name="I")
+    B = ops.gather_elements(A, I, axis)
+    a = rng.standard_normal((5, 7, 3)).astype("float32")
+    size = a.shape[axis]
+    i = rng.integers(-size, size, idx_shape).astype("int64")  # negatives count from the end
+    f = te.build(te.create_schedule(B.op), [A, I, B], target="llvm", name="gather_elems")
+    out = np.empty(idx_shape, "float32")
+    f(a, i, out)
+    np.testing.assert_array_equal(out, np.take_along_axis(a, np.where(i < 0, i + size, i),
+                                                          axis))

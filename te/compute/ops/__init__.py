@@ -15,14 +15,16 @@ from .normalization import (batch_norm_inference, global_pool2d, instance_norm, 
 from .nn import (avg_pool2d, batch_matmul, conv2d_nchw, depthwise_conv2d_nchw, layer_norm,
                  matmul, max_pool2d, softmax)
 from .resize import resize
-from .reduction import argmax, argmin, cumsum, max, min, sum  # noqa: A004
-from .transform import concatenate, pad, reshape, slice_axis, take, tile, transpose
+from .reduction import argmax, argmin, cumprod, cumsum, max, min, sum  # noqa: A004
+from .transform import (concatenate, gather_elements, pad, reshape, slice_axis, take, tile,
+                        transpose)
 
 __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "relu", "unary",
            "broadcast_binary", "broadcast_shape", "batch_norm_inference", "lrn",
            "global_pool2d", "matmul_nd", "where", "take", "tile", "log_softmax", "instance_norm",
            "conv2d_transpose_nchw", "conv2d_nchw_gemm", "conv2d_nchw_phased", "resize",
            "fused_scale_shift_relu", "transpose", "reshape", "pad", "concatenate",
-           "slice_axis", "sum", "max", "min", "argmax", "argmin", "cumsum", "matmul",
+           "slice_axis", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod",
+           "gather_elements", "matmul",
            "batch_matmul", "conv2d_nchw", "depthwise_conv2d_nchw", "max_pool2d",
            "avg_pool2d", "softmax", "layer_norm"]

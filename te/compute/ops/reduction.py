@@ -1,4 +1,5 @@
-"""Reductions over axes: sum, max, min (several axes, keepdims), argmax/argmin, cumsum.
+"""Reductions over axes: sum, max, min (several axes, keepdims), argmax/argmin, cumsum and
+cumprod.
 
 Takes a te.Tensor and axes, gives one te.compute reduction stage (argmax/argmin: a two-output
 stage from a tuple te.comm_reducer, returned as its index output). Imports te.compute (api,
@@ -96,20 +97,37 @@ def argmin(x: Tensor, axis: int, keepdims: bool = False, name: str = "T_argmin")
     return _arg(_argmin, "argmin", x, axis, keepdims, name)
 
 
-def cumsum(x: Tensor, axis: int = 0, exclusive: bool = False, name: str = "T_cumsum"
-           ) -> Tensor:
-    """Running sum along `axis` (exclusive: the element itself is left out), written as a
-    reduction over k with where=k <= i: quadratic work, for small axes."""
-    check_tensor(x, "cumsum", "x")
-    axis = normalize_axis(axis, x.ndim, "cumsum")
+def _scan(reducer, who: str, x: Tensor, axis: int, exclusive: bool, reverse: bool,
+          name: str) -> Tensor:
+    """A running reduction along `axis` (exclusive: the element itself is left out;
+    reverse: from the end), written as a reduction over k with where=k <= i: quadratic
+    work, for small axes."""
+    check_tensor(x, who, "x")
+    axis = normalize_axis(axis, x.ndim, who)
     k = api.reduce_axis((0, x.shape[axis]), "k")
 
     def fcompute(*i):
         index = list(i)
         index[axis] = k
-        cond = k < i[axis] if exclusive else k <= i[axis]
-        return api.sum(x(*index), axis=k, where=cond)
+        lo, hi = (i[axis], k) if reverse else (k, i[axis])
+        return reducer(x(*index), axis=k, where=lo < hi if exclusive else lo <= hi)
     return api.compute(x.shape, fcompute, name=name, tag="scan")
 
 
-__all__ = ["sum", "max", "min", "argmax", "argmin", "cumsum", "reduce_over"]
+_product = api.comm_reducer(lambda a, b: a * b, lambda dtype: api.const(1, dtype),
+                            name="prod")
+
+
+def cumsum(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+           name: str = "T_cumsum") -> Tensor:
+    """Running sum along `axis` (ONNX CumSum: exclusive, reverse)."""
+    return _scan(api.sum, "cumsum", x, axis, exclusive, reverse, name)
+
+
+def cumprod(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+            name: str = "T_cumprod") -> Tensor:
+    """Running product along `axis` (ONNX CumProd: exclusive, reverse)."""
+    return _scan(_product, "cumprod", x, axis, exclusive, reverse, name)
+
+
+__all__ = ["sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "reduce_over"]

@@ -1,4 +1,5 @@
-"""Injective layout transforms: transpose, reshape, pad, concatenate, slice_axis.
+"""Injective layout transforms: transpose, reshape, pad, concatenate, slice_axis, take,
+gather_elements, tile.
 
 Takes te.Tensors with static shapes (reshape/slice need constants to check sizes), gives one
 te.compute stage each whose body is an index map (pad and concatenate select with
@@ -188,6 +189,28 @@ def take(data: Tensor, indices: Tensor, axis: int = 0, name: str = "T_take") -> 
         j = api.if_then_else(j < 0, j + extent, j)
         return data(*i[:axis], j, *i[axis + indices.ndim:])
     return api.compute(shape, fcompute, name=name, tag="injective")
+
+
+def gather_elements(data: Tensor, indices: Tensor, axis: int = 0,
+                    name: str = "T_gather_elements") -> Tensor:
+    """ONNX GatherElements (numpy.take_along_axis): out has indices' shape, out[i] =
+    data[i with axis replaced by indices[i]]; a negative index counts from the end."""
+    check_tensor(data, "gather_elements", "data")
+    check_tensor(indices, "gather_elements", "indices")
+    if not indices.dtype.startswith(("int", "uint")):
+        raise ShapeError(f"gather_elements: indices must have an integer dtype, got "
+                         f"{indices.dtype}")
+    if indices.ndim != data.ndim:
+        raise ShapeError(f"gather_elements: indices must have data's rank {data.ndim}, got "
+                         f"shape {fmt_shape(indices.shape)}")
+    axis = normalize_axis(axis, data.ndim, "gather_elements")
+    extent = data.shape[axis]
+
+    def fcompute(*i):
+        j = indices(*i).astype("int32")
+        j = api.if_then_else(j < 0, j + extent, j)
+        return data(*i[:axis], j, *i[axis + 1:])
+    return api.compute(tuple(indices.shape), fcompute, name=name, tag="injective")
 
 
 def tile(x: Tensor, repeats: Sequence[int], name: str = "T_tile") -> Tensor:
