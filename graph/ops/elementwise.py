@@ -43,6 +43,24 @@ def _gelu(e, approximate="none"):
 LIBM_UNARY = ("acos", "asin", "atan", "acosh", "asinh", "atanh", "cosh", "sinh", "tan")
 
 
+def _shift(a, b, left: bool):
+    """a << b or a >> b (arithmetic for signed a) as a product or floor quotient by 2**b in
+    64 bits (2**b exact in float64), cast back to a's dtype (the wrap of a left shift). A
+    shift by the width or more, or by a negative amount, moves every bit out: 0, or the
+    sign (-1 or 0) for a signed right shift, which dividing by 2**min(width, 63) gives."""
+    bits = int("".join(c for c in a.dtype if c.isdigit()))
+    signed = not a.dtype.startswith("uint")
+    wide = a.astype("int64" if signed else "uint64")
+    s = b.astype("int64")
+    out_of_range = te.logical_or(s < te.const(0, "int64"), s >= te.const(bits, "int64"))
+    s = te.if_then_else(out_of_range, te.const(min(bits, 63), "int64"), s)
+    p = te.power(te.const(2.0, "float64"), s.astype("float64")).astype(wide.dtype)
+    if not left and signed:
+        return te.floordiv(wide, p).astype(a.dtype)
+    r = (wide * p if left else te.floordiv(wide, p)).astype(a.dtype)
+    return te.if_then_else(out_of_range, te.const(0, a.dtype), r)
+
+
 def _is_inf(e, detect_negative=1, detect_positive=1):
     inf = te.const(float("inf"), e.dtype)
     pos = e == inf if detect_positive else te.const(False, "bool")
@@ -101,6 +119,7 @@ UNARY = {
         e > te.const(alpha, e.dtype), e, _zero(e)),
     "shrink": _shrink,
     "mish": lambda e: e * te.tanh(te.log(te.exp(e) + 1.0)),
+    "swish": lambda e, alpha=1.0: e * te.sigmoid(alpha * e),
 }
 
 # op -> scalar function of (lhs, rhs); comparisons and logic give bool
@@ -122,6 +141,8 @@ BINARY = {
     "less": lambda a, b: a < b,
     "greater": lambda a, b: a > b,
     "less_equal": lambda a, b: a <= b,
+    "left_shift": lambda a, b: _shift(a, b, left=True),
+    "right_shift": lambda a, b: _shift(a, b, left=False),
     "greater_equal": lambda a, b: a >= b,
     "logical_and": te.logical_and,
     "logical_or": te.logical_or,

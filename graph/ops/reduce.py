@@ -55,6 +55,15 @@ def _arg_def(name: str, fn) -> OpDef:
                  doc=f"int64 index of the first {name[3:]} along an axis")
 
 
+def _scan_def(name: str, fn) -> OpDef:
+    # opaque: a quadratic reduction per element, not a stage to fuse into its neighbours
+    return OpDef(name, Pattern.OPAQUE, lambda ins, axis, exclusive, reverse: fn(
+        ins[0], axis, bool(exclusive), bool(reverse), name=name),
+        doc=f"running {name[3:]} along an axis (exclusive, reverse as ONNX)")
+
+
 OPS = {**{n: _reduce_def(n, *row) for n, row in REDUCE.items()},
+       "cumsum": _scan_def("cumsum", topi.cumsum),
+       "cumprod": _scan_def("cumprod", topi.cumprod),
        "argmax": _arg_def("argmax", topi.argmax),
        "argmin": _arg_def("argmin", topi.argmin)}

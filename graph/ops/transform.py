@@ -59,6 +59,10 @@ OPS = {op.name: op for op in (
     OpDef("take", Pattern.INJECTIVE,
           lambda ins, axis: topi.take(ins[0], ins[1], axis, name="take"), (2, 2),
           doc="gather along an axis by an index tensor (numpy.take)"),
+    OpDef("gather_elements", Pattern.INJECTIVE,
+          lambda ins, axis: topi.gather_elements(ins[0], ins[1], axis, name="gather_elements"),
+          (2, 2), doc="gather along an axis by an index of the output's shape "
+                      "(numpy.take_along_axis)"),
     OpDef("tile", Pattern.INJECTIVE,
           lambda ins, repeats: topi.tile(ins[0], repeats, name="tile"),
           doc="repeat along each axis (numpy.tile)"),

@@ -1,0 +1,124 @@
+"""ONNX converters of ops built from several table ops (RMSNormalization, LpNormalization,
+Hardmax, DepthToSpace, SpaceToDepth) or onto one with a data-dependent index or running
+reduction (GatherElements, CumSum, CumProd), and BitShift and Swish.
+
+Imports numpy, graph's builder and transform modules and graph.frontend.onnx_base.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import builder, transform
+from ..builder import apply
+from .onnx_base import Converter, Refused, const, only, row
+
+_REDUCE = builder.REDUCE_FUNCTIONS
+
+
+def _rms_norm(ins, attrs, opset, outs):
+    x, scale = ins[0], ins[1]
+    only(attrs, "stash_type", (1,), 1)
+    n = len(x.shape)
+    axes = list(range(attrs.get("axis", -1) % n, n))
+    eps = float(attrs.get("epsilon", 1e-5))
+    sq = apply("multiply", [x, x], {}, f"{outs[0]}/sq")
+    mean = _REDUCE["reduce_mean"](sq, axes, True, name=f"{outs[0]}/mean")
+    rms = apply("sqrt", [apply("add", [mean, eps], {}, f"{outs[0]}/eps")], {},
+                f"{outs[0]}/rms")
+    normed = apply("divide", [x, rms], {}, f"{outs[0]}/normed")
+    return [apply("multiply", [normed, scale], {}, outs[0])]
+
+
+def _lp_norm(ins, attrs, opset, outs):
+    x = ins[0]
+    p = only(attrs, "p", (1, 2), 2)
+    axis = attrs.get("axis", -1) % len(x.shape)
+    norm = _REDUCE["reduce_l1" if p == 1 else "reduce_l2"](x, [axis], True,
+                                                           name=f"{outs[0]}/norm")
+    y = apply("divide", [x, norm], {}, f"{outs[0]}/div")
+    zero = apply("equal", [norm, 0.0], {}, f"{outs[0]}/zero")  # a zero norm gives 0
+    zeros = builder.constant(np.zeros((), x.dtype), name=f"{outs[0]}/0")
+    return [transform.where(zero, zeros, y, name=outs[0])]
+
+
+def _hardmax(ins, attrs, opset, outs):
+    x = ins[0]
+    n = len(x.shape)
+    axis = attrs.get("axis", 1 if opset < 13 else -1) % n
+    if opset < 13 and axis != n - 1:  # before opset 13: over the 2-d view, like Softmax
+        flat = transform.flatten(x, axis, name=f"{outs[0]}/flat")
+        (y,) = _hardmax([flat], {"axis": 1}, 13, [f"{outs[0]}/2d"])
+        return [transform.reshape(y, x.shape, name=outs[0])]
+    first = apply("argmax", [x], {"axis": axis, "keepdims": 1}, f"{outs[0]}/argmax")
+    iota = np.arange(x.shape[axis], dtype=np.int64).reshape(
+        [x.shape[axis] if k == axis else 1 for k in range(n)])
+    hot = apply("equal", [builder.constant(iota, name=f"{outs[0]}/iota"), first], {},
+                f"{outs[0]}/hot")
+    return [transform.cast(hot, x.dtype, name=outs[0])]
+
+
+def _depth_to_space(ins, attrs, opset, outs):
+    x = ins[0]
+    if len(x.shape) != 4:
+        raise Refused("", f"only 4-d input is supported, got {len(x.shape)}-d")
+    b = int(attrs["blocksize"])
+    n, c, h, w = x.shape
+    mode = only(attrs, "mode", ("DCR", "CRD"), "DCR")
+    if mode == "DCR":
+        t = transform.reshape(x, (n, b, b, c // (b * b), h, w), name=f"{outs[0]}/split")
+        t = transform.transpose(t, (0, 3, 4, 1, 5, 2), name=f"{outs[0]}/perm")
+    else:
+        t = transform.reshape(x, (n, c // (b * b), b, b, h, w), name=f"{outs[0]}/split")
+        t = transform.transpose(t, (0, 1, 4, 2, 5, 3), name=f"{outs[0]}/perm")
+    return [transform.reshape(t, (n, c // (b * b), h * b, w * b), name=outs[0])]
+
+
+def _space_to_depth(ins, attrs, opset, outs):
+    x = ins[0]
+    if len(x.shape) != 4:
+        raise Refused("", f"only 4-d input is supported, got {len(x.shape)}-d")
+    b = int(attrs["blocksize"])
+    n, c, h, w = x.shape
+    t = transform.reshape(x, (n, c, h // b, b, w // b, b), name=f"{outs[0]}/split")
+    t = transform.transpose(t, (0, 3, 5, 1, 2, 4), name=f"{outs[0]}/perm")
+    return [transform.reshape(t, (n, c * b * b, h // b, w // b), name=outs[0])]
+
+
+def _gather_elements(ins, attrs, opset, outs):
+    axis = attrs.get("axis", 0) % len(ins[0].shape)
+    return [apply("gather_elements", ins[:2], {"axis": axis}, outs[0])]
+
+
+def _scan(op: str):
+    def fn(ins, attrs, opset, outs):
+        x = ins[0]
+        axis = int(np.asarray(const(ins[1], "axis")).reshape(-1)[0]) % len(x.shape)
+        return [apply(op, [x], {"axis": axis, "exclusive": int(attrs.get("exclusive", 0)),
+                                "reverse": int(attrs.get("reverse", 0))}, outs[0])]
+    return Converter(fn, frozenset(("exclusive", "reverse")))
+
+
+def _bit_shift(ins, attrs, opset, outs):
+    direction = only(attrs, "direction", ("LEFT", "RIGHT"), None)
+    if not ins[0].dtype.startswith(("uint", "int")):
+        raise Refused("", f"dtype {ins[0].dtype} is not supported (integers only)")
+    return [apply("left_shift" if direction == "LEFT" else "right_shift", ins[:2], {},
+                  outs[0])]
+
+
+def _swish(ins, attrs, opset, outs):
+    return [apply("swish", [ins[0]], {"alpha": float(attrs.get("alpha", 1.0))}, outs[0])]
+
+
+COMPOSITE_CONVERTERS = {
+    "RMSNormalization": row(_rms_norm, "axis", "epsilon", "stash_type"),
+    "LpNormalization": row(_lp_norm, "axis", "p"),
+    "Hardmax": row(_hardmax, "axis"),
+    "DepthToSpace": row(_depth_to_space, "blocksize", "mode"),
+    "SpaceToDepth": row(_space_to_depth, "blocksize"),
+    "GatherElements": row(_gather_elements, "axis"),
+    "CumSum": _scan("cumsum"),
+    "CumProd": _scan("cumprod"),
+    "BitShift": row(_bit_shift, "direction"),
+    "Swish": row(_swish, "alpha"),
+}
