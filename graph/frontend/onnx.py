@@ -17,7 +17,7 @@ import te
 from ..builder import constant, input as graph_input
 from ..errors import GraphError, UnsupportedError
 from ..ir import Graph
-from .onnx_ops import CONVERTERS, DTYPES, Refused
+from .onnx_ops import CONVERTERS, DTYPES, FLOAT16_ACCUMULATING, Refused
 
 OPSETS = (6, 28)
 
@@ -172,13 +172,17 @@ def _convert(onnx, node, k: int, opset: int, env: dict, problems: list, used: se
     if any(n and v is None for n, v in zip(node.input, ins)):
         return  # fed by a refused node: its problem is already listed
     name = _node_name(node, k)
+    if node.op_type in FLOAT16_ACCUMULATING and any(
+            v is not None and v.dtype == "float16" for v in ins):
+        problems.append((node.op_type, "", name, "float16 inputs are not supported (its "
+                         "float16 accumulation rounds differently from ONNX's reference)"))
+        return
     try:
         outs = CONVERTERS[node.op_type].fn(ins, attributes(onnx, node), opset,
                                            list(node.output))
     except Refused as r:
         problems.append((node.op_type, r.attribute, name, r.reason))
-        if r.needs and r.needs not in needs:
-            needs.append(r.needs)
+        needs.extend(n for n in r.needs if n not in needs)
         return
     except UnsupportedError as e:  # the builder's refusal (an empty tensor)
         problems.append((node.op_type, "", name, str(e)))

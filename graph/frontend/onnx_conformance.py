@@ -38,10 +38,11 @@ Where""".split())
 
 
 def ci_ops() -> frozenset:
-    """The ops of the CI subset: the listed ones and those of graph.frontend.onnx_math
-    (added for this suite, and checked nowhere else against ONNX's expected outputs)."""
+    """The ops of the CI subset: the listed ones and those of graph.frontend.onnx_math and
+    onnx_composite (added for this suite, checked nowhere else against ONNX's outputs)."""
+    from .onnx_composite import COMPOSITE_CONVERTERS
     from .onnx_math import MATH_CONVERTERS
-    return ISSUE_OPS | frozenset(MATH_CONVERTERS)
+    return ISSUE_OPS | frozenset(MATH_CONVERTERS) | frozenset(COMPOSITE_CONVERTERS)
 
 
 @dataclass
@@ -191,7 +192,7 @@ def main(argv=None) -> int:
     ap.add_argument("--listed", action="store_true",
                     help="only the cases of the ops issue #16 lists")
     ap.add_argument("--ci", action="store_true", help="only the CI subset's cases (the "
-                    "listed ops and those of graph.frontend.onnx_math)")
+                    "listed ops and those of graph.frontend.onnx_math and onnx_composite)")
     ap.add_argument("--refusals", action="store_true", help="also list every refusal")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each case's result")
     args = ap.parse_args(argv)

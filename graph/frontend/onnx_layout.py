@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import builder, transform
 from ..builder import apply
-from .onnx_base import Converter, Refused, const, only, row
+from .onnx_base import Converter, Refused, const, only, row, scalar
 
 # ---- layout --------------------------------------------------------------------------
 
@@ -63,7 +63,7 @@ def _pad(ins, attrs, opset, outs):
         pads, value = attrs["pads"], attrs.get("value", 0.0)
     else:
         pads = [int(p) for p in const(ins[1], "pads")]
-        value = float(const(ins[2], "constant_value")) if len(ins) > 2 and ins[2] else 0.0
+        value = scalar(ins[2], "constant_value") if len(ins) > 2 and ins[2] else 0.0
         if len(ins) > 3 and ins[3] is not None:
             axes = [int(a) % n for a in const(ins[3], "axes")]
             full = [0] * (2 * n)
@@ -109,6 +109,9 @@ def _split(ins, attrs, opset, outs):
         parts = attrs.get("num_outputs", len(outs))
         size = -(-x.shape[axis] // parts)
         sizes = [min(size, x.shape[axis] - k * size) for k in range(parts)]
+    if min(sizes) <= 0:
+        raise Refused("split", f"sizes {list(sizes)} give an empty piece (zero-size tensors "
+                               f"are not supported)")
     return list(transform.split(x, sizes, axis, name=outs[0], output_names=outs))
 
 
@@ -117,9 +120,14 @@ def _expand(ins, attrs, opset, outs):
 
 
 def _gather(ins, attrs, opset, outs):
-    if len(ins[1].shape) == 0:
-        raise Refused("indices", "0-d (scalar) indices are not supported")
-    return [transform.take(ins[0], ins[1], attrs.get("axis", 0), name=outs[0])]
+    data, indices = ins[0], ins[1]
+    axis = attrs.get("axis", 0) % len(data.shape)
+    if len(indices.shape) == 0:  # one index: take it as a 1-element list, drop the axis
+        one = transform.reshape(indices, (1,), name=f"{outs[0]}/index")
+        y = transform.take(data, one, axis, name=f"{outs[0]}/take")
+        return [transform.reshape(y, data.shape[:axis] + data.shape[axis + 1:],
+                                  name=outs[0])]
+    return [transform.take(data, indices, axis, name=outs[0])]
 
 
 def _resize(ins, attrs, opset, outs):
