@@ -27,6 +27,16 @@ def conv2d(ins, strides, padding, dilation, groups):
     return _with_bias(out, ins[2] if len(ins) > 2 else None, "conv2d")
 
 
+def conv2d_packed(ins, strides, padding, dilation, groups, kernel_shape):
+    """ins: data, the weight packed by conv2d_pack_weight (for conv2d_weight_tile's mr),
+    optional bias; kernel_shape: the unpacked weight's (OC, C // groups, KH, KW)."""
+    # the unpacked weight's shape for the strategy's checks; the compute reads ins[1]
+    kernel = te.placeholder(tuple(kernel_shape), dtype=ins[1].dtype, name="conv2d_kernel")
+    out = te.autotune.conv2d_compute(ins[0], kernel, strides, padding, dilation, groups,
+                                     name="conv2d", packed=ins[1])
+    return _with_bias(out, ins[2] if len(ins) > 2 else None, "conv2d")
+
+
 def conv2d_transpose(ins, strides, padding, dilation, output_padding, groups):
     """ins: data (N, C, H, W), weight (C, OC // groups, KH, KW), optional bias (OC,)."""
     out = topi.conv2d_transpose_nchw(ins[0], ins[1], strides, padding, dilation,
@@ -67,6 +77,13 @@ def gemm(ins, alpha, beta, trans_a, trans_b):
 OPS = {op.name: op for op in (
     OpDef("conv2d", Pattern.OUT_ELEMWISE_FUSABLE, conv2d, (2, 3), schedule="conv2d",
           doc="2-d convolution, NCHW, groups and dilation, optional bias"),
+    # what graph.passes.pack_conv_weights makes of a conv2d with a constant weight
+    OpDef("conv2d_packed", Pattern.OUT_ELEMWISE_FUSABLE, conv2d_packed, (2, 3),
+          schedule="conv2d", doc="conv2d reading its weight pre-packed (conv2d_pack_weight)"),
+    OpDef("conv2d_pack_weight", Pattern.INJECTIVE,
+          lambda ins, groups, mr: topi.conv2d_pack_weight(ins[0], groups, mr,
+                                                          name="conv2d_pack_weight"),
+          doc="a conv2d weight in the GEMM form's register-tile layout"),
     OpDef("conv2d_transpose", Pattern.OUT_ELEMWISE_FUSABLE, conv2d_transpose, (2, 3),
           doc="transposed 2-d convolution, NCHW, groups and dilation, optional bias"),
     OpDef("max_pool2d", Pattern.OUT_ELEMWISE_FUSABLE, max_pool2d,

@@ -14,6 +14,7 @@ from ..errors import GraphError
 from ..ir import Graph
 from .batch_norm import fold_batch_norm
 from .cleanup import remove_identity
+from .conv_weights import pack_conv_weights
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fold import fold_constants
@@ -30,6 +31,10 @@ PASSES: list = [
     ("simplify_algebra", simplify_algebra),
     # batch_norm into conv/gemm/matmul weights, else multiply + add
     ("fold_batch_norm", fold_batch_norm),
+    # conv2d weights in the layout the GEMM form's register tiles read (a pack node)...
+    ("pack_conv_weights", pack_conv_weights),
+    # ...computed once here (fold_constants again), not on every run
+    ("fold_packed_weights", fold_constants),
     # repeated constants and nodes merged (also those the passes above made)
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     # only what the outputs read; unread split pieces dropped

@@ -3,7 +3,8 @@
 Nodes are visited in topological order, so a chain fed only by weights (a transposed or
 reshaped weight, a shape computation) folds link by link. The value is computed by the same
 kernels O0 runs (graph.kernels), so a folded constant holds exactly what the node would have
-computed; the pure data movements (reshape, transpose, concatenate, identity) use numpy,
+computed; the pure data movements (reshape, transpose, concatenate, identity, conv2d_pack_weight)
+use numpy,
 which moves the same bytes without compiling a kernel. Imports numpy and
 graph.{kernels,passes.rewrite}.
 """
@@ -21,7 +22,26 @@ from .rewrite import rebuild
 # fuses into its consumers' loops for free.
 MAX_GROWTH_ELEMENTS = 4096
 
+# conv2d_pack_weight pads the output channels of each group up to the register tile (mr):
+# bounded growth, and the point of packing is to do it here rather than per run
+BOUNDED_GROWTH = ("conv2d_pack_weight",)
+
+
+def _pack_weight(a, groups, mr):
+    """te.compute.ops.conv2d_pack_weight in numpy: (OC, ICg, KH, KW) ->
+    (groups, ceil(OCg / mr), ICg, KH, KW, mr), zero past each group's OCg channels."""
+    w = a[0]
+    OC, ICg, KH, KW = w.shape
+    OCg = OC // groups
+    tiles = -(-OCg // mr)
+    w = w.reshape(groups, OCg, ICg, KH, KW)
+    w = np.pad(w, [(0, 0), (0, tiles * mr - OCg), (0, 0), (0, 0), (0, 0)])
+    return np.ascontiguousarray(w.reshape(groups, tiles, mr, ICg, KH, KW)
+                                .transpose(0, 1, 3, 4, 5, 2))
+
+
 _NUMPY = {
+    "conv2d_pack_weight": _pack_weight,
     "reshape": lambda a, newshape: a[0].reshape(newshape),
     "transpose": lambda a, axes: a[0].transpose(axes),
     "concatenate": lambda a, axis: np.concatenate(a, axis),
@@ -51,7 +71,8 @@ def fold_constants(g: Graph) -> Graph:
         if not ins or not all(v.is_constant for v in ins):
             return None
         out_size = sum(_size(v.shape) for v in node.outputs)
-        if out_size > max(sum(_size(v.shape) for v in ins), MAX_GROWTH_ELEMENTS):
+        if node.op not in BOUNDED_GROWTH and out_size > max(
+                sum(_size(v.shape) for v in ins), MAX_GROWTH_ELEMENTS):
             return None
         # the copy's input types are the old ones, so compile_node sees the same workload
         arrays = _evaluate(node, ins, cache)

@@ -36,18 +36,42 @@ def conv2d_tile(dtype: str = "float32") -> tuple:
     return (8 if lanes >= 16 else 4), 2 * lanes if lanes >= 16 else 3 * lanes
 
 
+def conv2d_weight_tile(data_shape, kernel_shape, groups: int = 1,
+                       dtype: str = "float32") -> int | None:
+    """mr (output channels of the register tile) where conv2d_compute picks the GEMM form
+    for these constant shapes, which then reads a weight pre-packed by
+    te.compute.ops.conv2d_pack_weight(kernel, groups, mr) as well; None where it picks a
+    direct form (or the shapes are not constant ints)."""
+    dims = (*data_shape, *kernel_shape)
+    if len(dims) != 8 or any(isinstance(d, bool) or not isinstance(d, int) for d in dims):
+        return None
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        return None
+    oc, icg, kh, kw = kernel_shape
+    if oc // groups >= MIN_GEMM_CHANNELS and icg * kh * kw >= MIN_GEMM_REDUCTION:
+        return conv2d_tile(dtype)[0]
+    return None
+
+
 def conv2d_compute(data: Tensor, kernel: Tensor, strides=1, padding=0, dilation=1,
-                   groups: int = 1, name: str = "conv2d") -> Tensor:
+                   groups: int = 1, name: str = "conv2d", packed: Tensor | None = None
+                   ) -> Tensor:
     """The output of a conv2d (conv2d_nchw's arguments) in the form its schedule wants;
-    bad arguments raise conv2d_nchw's errors, whichever form they would get."""
+    bad arguments raise conv2d_nchw's errors, whichever form they would get. `packed`:
+    the kernel already in conv2d_pack_weight's layout (for conv2d_weight_tile's mr), read
+    instead of `kernel`, which then only gives the shapes; only for the GEMM form."""
     conv2d_geometry(data, kernel, strides, padding, dilation, groups, "conv2d_nchw")
-    oc, icg = kernel.shape[0], kernel.shape[1]
     static = all(hasattr(d, "value") for d in (*data.shape, *kernel.shape))
-    if static and isinstance(groups, int) and groups >= 1 and int(oc.value) // groups >= \
-            MIN_GEMM_CHANNELS and int(icg.value) * int(kernel.shape[2].value) * int(
-                kernel.shape[3].value) >= MIN_GEMM_REDUCTION:
+    mr = conv2d_weight_tile(*([int(d.value) for d in t.shape] for t in (data, kernel)),
+                            groups, data.dtype) if static else None
+    if mr is not None:
         return ops.conv2d_nchw_gemm(data, kernel, strides, padding, dilation, groups,
-                                    tile=conv2d_tile(data.dtype), name=name)
+                                    tile=conv2d_tile(data.dtype), name=name, packed=packed)
+    if packed is not None:
+        raise ArgumentError(f"te.autotune.conv2d_compute: packed weights are only read by "
+                            f"the GEMM form (conv2d_weight_tile not None), and this conv "
+                            f"(data {list(data.shape)}, kernel {list(kernel.shape)}, groups "
+                            f"{groups}) takes a direct form")
     if static:
         return ops.conv2d_nchw_phased(data, kernel, strides, padding, dilation, groups,
                                       name=name)

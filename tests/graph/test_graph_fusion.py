@@ -57,7 +57,8 @@ def test_conv_bias_relu_is_one_kernel():
     assert _groups(g) == [["conv2d", "add", "relu"]]
     xa = _rand(2, 3, 9, 7)
     m = _check(g, {"x": xa, "b2": b2}, [np.maximum(_conv_ref(xa, w, b, 1) + b2, 0)])
-    assert len(m.steps) == 1 and "conv2d, add, relu -> %act: float32[2, 6, 9, 7]" in str(m)
+    # O1 packs the constant weight (pass pack_conv_weights): the conv is conv2d_packed
+    assert len(m.steps) == 1 and "conv2d_packed, add, relu -> %act: float32[2, 6, 9, 7]" in str(m)
 
 
 def test_conv_residual_add_relu_is_one_kernel():

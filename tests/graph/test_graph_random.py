@@ -118,5 +118,7 @@ def test_the_random_graphs_give_every_pass_work():
     least = {"remove_identity": 10, "fold_constants": 12, "simplify_algebra": 17,
              "fold_batch_norm": 4, "eliminate_common_subexpressions": 6,
              "eliminate_dead_code": 2}
-    assert set(least) == set(changed)
+    # the generator's convs (2-4 output channels) seldom take the GEMM form whose weights
+    # pack_conv_weights packs: tests/graph/test_graph_conv_weights.py gives those two work
+    assert set(least) == set(changed) - {"pack_conv_weights", "fold_packed_weights"}, changed
     assert all(changed[name] >= least[name] for name in least), changed

@@ -7,7 +7,7 @@ the parameter. Imports te.compute and te.errors only, never schedule or lower.
 from .elementwise import (add, broadcast_binary, broadcast_shape, divide,
                           fused_scale_shift_relu, maximum, minimum, multiply, relu, subtract,
                           unary, where)
-from .conv2d_gemm import conv2d_nchw_gemm, conv2d_nchw_phased
+from .conv2d_gemm import conv2d_nchw_gemm, conv2d_nchw_phased, conv2d_pack_weight
 from .conv_transpose import conv2d_transpose_nchw
 from .linalg import matmul_nd
 from .normalization import (batch_norm_inference, global_pool2d, instance_norm, log_softmax,
@@ -22,9 +22,9 @@ from .transform import (concatenate, gather_elements, pad, reshape, slice_axis, 
 __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "relu", "unary",
            "broadcast_binary", "broadcast_shape", "batch_norm_inference", "lrn",
            "global_pool2d", "matmul_nd", "where", "take", "tile", "log_softmax", "instance_norm",
-           "conv2d_transpose_nchw", "conv2d_nchw_gemm", "conv2d_nchw_phased", "resize",
-           "fused_scale_shift_relu", "transpose", "reshape", "pad", "concatenate",
-           "slice_axis", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod",
-           "gather_elements", "matmul",
+           "conv2d_transpose_nchw", "conv2d_nchw_gemm", "conv2d_nchw_phased",
+           "conv2d_pack_weight", "resize", "fused_scale_shift_relu", "transpose", "reshape",
+           "pad", "concatenate", "slice_axis", "sum", "max", "min", "argmax", "argmin",
+           "cumsum", "cumprod", "gather_elements", "matmul",
            "batch_matmul", "conv2d_nchw", "depthwise_conv2d_nchw", "max_pool2d",
            "avg_pool2d", "softmax", "layer_norm"]

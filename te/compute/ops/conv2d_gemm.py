@@ -15,6 +15,12 @@ NCHW output as three stages a schedule finds by tag:
   attrs['tile'] = (mr, nr).
 - 'conv2d_gemm_crop' (named `name`): Yf cropped into (N, OC, OH, OW).
 
+The GEMM reads the weights as they are (OC, ICg, KH, KW), or pre-packed by
+conv2d_pack_weight (`packed=`): Wp[g, fo, c, ry, rx, fi], the mr weights one register tile
+broadcasts per (channel, tap) next to each other and the padded channels zero, so the
+GEMM reads one cache line per step instead of mr rows ICg*KH*KW apart, with no selects.
+A graph packs constant weights once, at compile time (graph.passes.conv_weights).
+
 Imports te.compute and te.errors only.
 """
 from __future__ import annotations
@@ -26,18 +32,82 @@ from ._util import fmt_shape, static_dim
 from .nn import conv2d_geometry
 
 PACK_TAG, GEMM_TAG, CROP_TAG = "conv2d_gemm_pack", "conv2d_gemm", "conv2d_gemm_crop"
+WEIGHT_TAG = "injective,conv2d_weight_pack"
 
 
 def _ceil_to(x: int, m: int) -> int:
     return -(-x // m) * m
 
 
+def packed_weight_shape(kernel_shape, groups: int, mr: int) -> tuple:
+    """conv2d_pack_weight's output shape for a (OC, ICg, KH, KW) kernel."""
+    OC, ICg, KH, KW = kernel_shape
+    return (groups, _ceil_to(OC // groups, mr) // mr, ICg, KH, KW, mr)
+
+
+def conv2d_pack_weight(kernel: Tensor, groups: int = 1, mr: int = 8,
+                       name: str = "conv2d_weight_pack") -> Tensor:
+    """kernel (OC, ICg, KH, KW) as Wp[g, fo, c, ry, rx, fi] = kernel[g * OCg + fo * mr + fi,
+    c, ry, rx], zero where fo * mr + fi >= OCg (OCg = OC // groups): the layout the GEMM
+    form reads with register tiles of mr output channels."""
+    who = "conv2d_pack_weight"
+    dims = [static_dim(d) for d in kernel.shape] if len(kernel.shape) == 4 else [None]
+    if any(d is None for d in dims):
+        raise ShapeError(f"{who}: kernel must be 4-d (OC, ICg, KH, KW) with constant dims, "
+                         f"got {fmt_shape(kernel.shape)}")
+    for param, v in (("groups", groups), ("mr", mr)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ShapeError(f"{who}: {param} must be a positive int, got {v!r}")
+    if dims[0] % groups:
+        raise ShapeError(f"{who}: kernel output channels ({dims[0]}) must be divisible by "
+                         f"groups ({groups})")
+    OCg = dims[0] // groups
+
+    def fcompute(g, fo, c, ry, rx, fi):
+        f = fo * mr + fi
+        if OCg % mr == 0:
+            return kernel[g * OCg + f, c, ry, rx]
+        w = kernel[g * OCg + api.min(f, OCg - 1), c, ry, rx]
+        return api.if_then_else(f < OCg, w, api.const(0, kernel.dtype))
+    return api.compute(packed_weight_shape(dims, groups, mr), fcompute, name=name,
+                       tag=WEIGHT_TAG)
+
+
+def _weight_reader(kernel: Tensor, packed, groups: int, mr: int, dtype: str):
+    """w(g, f, rc, ry, rx): the weight of channel f of group g (zero for the padding
+    channels f >= OCg), read from `packed` (conv2d_pack_weight's layout) when given."""
+    OC = static_dim(kernel.shape[0])
+    OCg = OC // groups
+    ocp = _ceil_to(OCg, mr)
+    if packed is not None:
+        want = packed_weight_shape([static_dim(d) for d in kernel.shape], groups, mr)
+        got = tuple(static_dim(d) for d in packed.shape)
+        if got != want:
+            raise ShapeError(f"conv2d_nchw_gemm: packed must have shape {want} (the kernel "
+                             f"{fmt_shape(kernel.shape)} packed for groups {groups} and mr "
+                             f"{mr}), got {fmt_shape(packed.shape)}")
+        return lambda g, f, rc, ry, rx: packed[g, api.indexdiv(f, mr), rc, ry, rx,
+                                               api.indexmod(f, mr)].astype(dtype)
+
+    def read(g, f, rc, ry, rx):
+        oc = f if groups == 1 else g * OCg + f
+        if ocp != OCg:   # padded channels: zero weights, read from a clamped (valid) row
+            oc = api.min(oc, (g + 1) * OCg - 1 if groups > 1 else OC - 1)
+        w = kernel[oc, rc, ry, rx].astype(dtype)
+        if ocp != OCg:
+            w = api.if_then_else(f < OCg, w, api.const(0, dtype))
+        return w
+    return read
+
+
 def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation=1,
                      groups: int = 1, tile=(8, 32), out_dtype: str | None = None,
-                     name: str = "T_conv2d_nchw") -> Tensor:
+                     name: str = "T_conv2d_nchw", packed: Tensor | None = None) -> Tensor:
     """conv2d_nchw's result (same arguments and checks) in the GEMM form above; `tile` is
     (mr output channels, nr pixels) of the schedule's register tile. Needs constant
-    shapes. With groups > 1 the GEMM has a group axis: Yf[n, g, f, p]."""
+    shapes. With groups > 1 the GEMM has a group axis: Yf[n, g, f, p]. `packed`: the
+    kernel in conv2d_pack_weight's layout for (groups, mr), read instead of `kernel`
+    (which then only gives the shapes)."""
     who = "conv2d_nchw_gemm"
     (sh, sw), (dh, dw), pads, (kh, kw), (OH, OW) = conv2d_geometry(
         data, kernel, stride, padding, dilation, groups, who)
@@ -53,8 +123,10 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
     top, left = pads[0], pads[1]
     OCg = OC // groups
     dtype = out_dtype or data.dtype
+    weight = _weight_reader(kernel, packed, groups, mr, dtype)
     if kh == kw == 1 and groups == 1:
-        return _pointwise(data, kernel, (sh, sw), (top, left), (OH, OW), tile, dtype, name)
+        return _pointwise(data, kernel, weight, (sh, sw), (top, left), (OH, OW), tile, dtype,
+                          name)
     # phases actually read (a 1x1 stride-2 kernel reads phase (0, 0) only)
     pha, phb = min(sh, (kh - 1) * dh + 1), min(sw, (kw - 1) * dw + 1)
     wq = OW + (kw - 1) * dw // sw                 # phase row pitch: OW and the kernel's reach
@@ -84,12 +156,7 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
     ocp = _ceil_to(OCg, mr)
 
     def gemm(n, g, f, p):
-        oc = f if groups == 1 else g * OCg + f
-        if ocp != OCg:   # padded channels: zero weights, read from a clamped (valid) row
-            oc = api.min(oc, (g + 1) * OCg - 1 if groups > 1 else OC - 1)
-        w = kernel[oc, rc, ry, rx].astype(dtype)
-        if ocp != OCg:
-            w = api.if_then_else(f < OCg, w, api.const(0, dtype))
+        w = weight(g, f, rc, ry, rx)
         c = rc if groups == 1 else g * ICg + rc
         return api.sum(w * Xp[n, c, a, b, p + oy * wq + ox], axis=[rc, ry, rx])
     if groups == 1:
@@ -103,7 +170,7 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
         n, api.indexdiv(f, OCg), api.indexmod(f, OCg), y * wq + x], name=name, tag=CROP_TAG)
 
 
-def _pointwise(data, kernel, stride, pads, out_hw, tile, dtype, name):
+def _pointwise(data, kernel, weight, stride, pads, out_hw, tile, dtype, name):
     """A 1x1 convolution (groups 1): the GEMM kernel (OC x C) @ panels of the input, where
     panel a holds pixels a*nr .. a*nr + nr - 1 of every channel contiguously ([n, a, c, j]),
     gathered at the stride and zero beyond the image: the micro-kernel then reads nr
@@ -131,9 +198,7 @@ def _pointwise(data, kernel, stride, pads, out_hw, tile, dtype, name):
     ocp = _ceil_to(OC, mr)
 
     def gemm(n, f, p):
-        w = kernel[api.min(f, OC - 1) if ocp != OC else f, rc, 0, 0].astype(dtype)
-        if ocp != OC:
-            w = api.if_then_else(f < OC, w, api.const(0, dtype))
+        w = weight(0, f, rc, 0, 0)
         return api.sum(w * XP[n, api.indexdiv(p, nr), rc, api.indexmod(p, nr)], axis=rc)
     Y = api.compute((N, ocp, panels * nr), gemm, name=f"{name}_gemm", tag=GEMM_TAG,
                     attrs={"tile": (mr, nr), "form": "panels"})
