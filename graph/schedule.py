@@ -2,8 +2,9 @@
 
 'auto': te.autotune.auto_schedule (the automatic space's default config, or its best
 tuning record under apply_history_best). 'conv2d': te.autotune's conv2d strategy (see
-schedule_conv2d for why). Takes the kernel's output tensors and argument list, gives
-(schedule, args). Imports te's public API only.
+schedule_conv2d for why). 'pool': te.autotune.schedule_pool2d (rows of outputs as vectors
+over a phase-split padded input), else as 'auto'. Takes the kernel's output tensors and
+argument list, gives (schedule, args). Imports te's public API only.
 """
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ from te.errors import TEError
 def schedule(family: str, outs: list, args: list) -> tuple:
     if family == "conv2d":
         return schedule_conv2d(outs[0]), args
+    if family == "pool" and len(outs) == 1:
+        try:
+            return te.autotune.schedule_pool2d(outs[0]), args
+        except TEError:
+            pass    # a pool of symbolic shape: the plain compute, scheduled as 'auto'
     try:
         return te.autotune.auto_schedule(outs, args=args)
     except TEError:

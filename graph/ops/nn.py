@@ -9,7 +9,7 @@ from __future__ import annotations
 import te
 from te.compute import ops as topi
 
-from .base import OpDef, Pattern
+from .base import OpDef, Pattern, static
 
 
 def _with_bias(out, bias, name):
@@ -44,13 +44,20 @@ def conv2d_transpose(ins, strides, padding, dilation, output_padding, groups):
     return _with_bias(out, ins[2] if len(ins) > 2 else None, "conv2d_transpose")
 
 
+def _static(t) -> bool:
+    return all(isinstance(static(d), int) for d in t.shape)
+
+
+# pools of constant shapes read a phase-split padded input (te.autotune.schedule_pool2d's
+# form); symbolic ones the plain compute, which the 'pool' family leaves to 'auto'
 def max_pool2d(ins, kernel, strides, padding):
-    return topi.max_pool2d(ins[0], kernel, strides, padding, name="max_pool2d")
+    pool = topi.max_pool2d_phased if _static(ins[0]) else topi.max_pool2d
+    return pool(ins[0], kernel, strides, padding, name="max_pool2d")
 
 
 def avg_pool2d(ins, kernel, strides, padding, count_include_pad):
-    return topi.avg_pool2d(ins[0], kernel, strides, padding, count_include_pad,
-                           name="avg_pool2d")
+    pool = topi.avg_pool2d_phased if _static(ins[0]) else topi.avg_pool2d
+    return pool(ins[0], kernel, strides, padding, count_include_pad, name="avg_pool2d")
 
 
 def batch_norm(ins, epsilon):
@@ -86,9 +93,9 @@ OPS = {op.name: op for op in (
           doc="a conv2d weight in the GEMM form's register-tile layout"),
     OpDef("conv2d_transpose", Pattern.OUT_ELEMWISE_FUSABLE, conv2d_transpose, (2, 3),
           doc="transposed 2-d convolution, NCHW, groups and dilation, optional bias"),
-    OpDef("max_pool2d", Pattern.OUT_ELEMWISE_FUSABLE, max_pool2d,
+    OpDef("max_pool2d", Pattern.OUT_ELEMWISE_FUSABLE, max_pool2d, schedule="pool",
           doc="max pooling, NCHW"),
-    OpDef("avg_pool2d", Pattern.OUT_ELEMWISE_FUSABLE, avg_pool2d,
+    OpDef("avg_pool2d", Pattern.OUT_ELEMWISE_FUSABLE, avg_pool2d, schedule="pool",
           doc="average pooling, NCHW"),
     OpDef("global_avg_pool2d", Pattern.OUT_ELEMWISE_FUSABLE,
           lambda ins: topi.global_pool2d(ins[0], "avg", name="global_avg_pool2d"),

@@ -6,9 +6,10 @@ schedules took), `.auto_schedule`, `.load_best`, `.upgrade_log` (old logs), the
 option classes TuneOptions and MeasureOptions, SplitEntity / OtherOptionEntity, and the
 micro-kernel for templates, `.define_matmul_like` / `.schedule_matmul_like`, and the
 conv2d strategy, `.conv2d_compute` / `.schedule_conv2d` (`.conv2d_tile`,
-`.conv2d_weight_tile`). Stays light at import time (no numpy-heavy, optuna or xgboost
-imports): `import te` must stay fast; the tuning loop is imported when a tuning run starts.
-Imports conv2d, dispatch, measure, micro_kernel, options, space, split, upgrade, workload.
+`.conv2d_weight_tile`), and the pooling schedule `.schedule_pool2d`. Stays light at import
+time (no numpy-heavy, optuna or xgboost imports): `import te` must stay fast; the tuning
+loop is imported when a tuning run starts.
+Imports conv2d, pool, dispatch, measure, micro_kernel, options, space, split, upgrade, workload.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..errors import ArgumentError, TuningInterrupted, TuningLogError
 from . import dispatch
 from .measure import MeasureOptions
 from .conv2d import conv2d_compute, conv2d_tile, conv2d_weight_tile, schedule_conv2d
+from .pool import schedule_pool2d
 from .micro_kernel import define_matmul_like, schedule_matmul_like
 from .options import TuneOptions, options_from_keywords
 from .space import ConfigEntity, ConfigSpace, OtherOptionEntity
@@ -69,6 +71,7 @@ class _AutotuneAPI:
     conv2d_compute = staticmethod(conv2d_compute)
     conv2d_tile = staticmethod(conv2d_tile)
     conv2d_weight_tile = staticmethod(conv2d_weight_tile)
+    schedule_pool2d = staticmethod(schedule_pool2d)
     schedule_conv2d = staticmethod(schedule_conv2d)
     ConfigSpace = ConfigSpace
     ConfigEntity = ConfigEntity

@@ -108,7 +108,7 @@ def test_graph_errors():
 def test_every_op_has_a_pattern_and_a_compute():
     for name, opdef in graph.OPS.items():
         assert opdef.name == name and isinstance(opdef.pattern, graph.Pattern)
-        assert callable(opdef.compute) and opdef.schedule in ("auto", "conv2d")
+        assert callable(opdef.compute) and opdef.schedule in ("auto", "conv2d", "pool")
     assert graph.OPS["conv2d"].pattern == graph.Pattern.OUT_ELEMWISE_FUSABLE
     assert graph.OPS["add"].pattern == graph.Pattern.BROADCAST
     assert graph.OPS["relu"].pattern == graph.Pattern.ELEMWISE

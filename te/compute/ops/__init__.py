@@ -14,6 +14,7 @@ from .normalization import (batch_norm_inference, global_pool2d, instance_norm, 
                             lrn)
 from .nn import (avg_pool2d, batch_matmul, conv2d_nchw, depthwise_conv2d_nchw, layer_norm,
                  matmul, max_pool2d, softmax)
+from .pool_phased import avg_pool2d_phased, max_pool2d_phased
 from .resize import resize
 from .reduction import argmax, argmin, cumprod, cumsum, max, min, sum  # noqa: A004
 from .transform import (concatenate, gather_elements, pad, reshape, slice_axis, take, tile,
@@ -27,4 +28,4 @@ __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "relu"
            "pad", "concatenate", "slice_axis", "sum", "max", "min", "argmax", "argmin",
            "cumsum", "cumprod", "gather_elements", "matmul",
            "batch_matmul", "conv2d_nchw", "depthwise_conv2d_nchw", "max_pool2d",
-           "avg_pool2d", "softmax", "layer_norm"]
+           "avg_pool2d", "max_pool2d_phased", "avg_pool2d_phased", "softmax", "layer_norm"]

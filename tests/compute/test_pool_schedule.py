@@ -1,0 +1,91 @@
+"""Pooling over a phase-split padded input (te.compute.ops.max_pool2d_phased /
+avg_pool2d_phased) with te.autotune.schedule_pool2d, against numpy on random data: odd
+sizes, strides above and below the kernel, symmetric and asymmetric padding,
+count_include_pad, batch 2, alone and with an elementwise epilogue chain."""
+import numpy as np
+import pytest
+
+import te
+from te.compute import ops
+from te.errors import ArgumentError, ShapeError
+
+
+def pool_ref(x, kind, k, stride, pads, count_include_pad=False):
+    (kh, kw), (sh, sw), (t, left, b, r) = k, stride, pads
+    n, c, h, w = x.shape
+    fill = -np.inf if kind == "max" else 0.0
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (t, b), (left, r)),
+                constant_values=fill)
+    ones = np.pad(np.ones((h, w)), ((t, b), (left, r)))
+    oh, ow = (h + t + b - kh) // sh + 1, (w + left + r - kw) // sw + 1
+    out = np.empty((n, c, oh, ow))
+    for y in range(oh):
+        for i in range(ow):
+            win = xp[:, :, y * sh:y * sh + kh, i * sw:i * sw + kw]
+            if kind == "max":
+                out[:, :, y, i] = win.max(axis=(2, 3))
+            else:
+                area = kh * kw if count_include_pad else ones[y * sh:y * sh + kh,
+                                                              i * sw:i * sw + kw].sum()
+                out[:, :, y, i] = win.sum(axis=(2, 3)) / area
+    return out
+
+
+# (shape, kernel, stride, padding (top, left, bottom, right))
+CASES = [
+    ((1, 5, 17, 19), (3, 3), (2, 2), (1, 1, 1, 1)),      # ResNet's stem pool, odd sizes
+    ((2, 3, 12, 11), (2, 2), (2, 2), (0, 0, 0, 0)),      # no padding: still phase-split
+    ((2, 4, 9, 13), (3, 3), (1, 1), (0, 0, 0, 0)),       # stride 1, no pad: reads the data
+    ((1, 3, 10, 9), (3, 2), (1, 1), (1, 0, 2, 1)),       # stride 1, asymmetric padding
+    ((2, 3, 15, 14), (2, 3), (3, 4), (1, 2, 1, 0)),      # strides above the kernel
+    ((1, 2, 40, 37), (5, 5), (2, 3), (2, 2, 2, 2)),      # rows wider than a vector
+]
+
+
+def _build(x, kind, k, stride, pads, epilogue, count_include_pad=False):
+    X = te.placeholder(x.shape, name="X")
+    if kind == "max":
+        pool = ops.max_pool2d_phased(X, k, stride, pads)
+    else:
+        pool = ops.avg_pool2d_phased(X, k, stride, pads, count_include_pad)
+    out = pool
+    if epilogue:
+        scaled = te.compute(pool.shape, lambda *i: pool(*i) * 2.0, name="scaled")
+        out = te.compute(pool.shape, lambda *i: te.max(scaled(*i) - 0.5, 0.0), name="out")
+    fn = te.build(te.autotune.schedule_pool2d(out), [X, out])
+    got = np.full(tuple(int(d.value) for d in out.shape), np.nan, np.float32)
+    fn(x, got)
+    return got
+
+
+@pytest.mark.parametrize("epilogue", [False, True])
+@pytest.mark.parametrize("kind", ["max", "avg", "avg_include_pad"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)).replace(" ", ""))
+def test_pool_schedule_matches_numpy(case, kind, epilogue):
+    shape, k, stride, pads = case
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    include = kind == "avg_include_pad"
+    got = _build(x, kind[:3], k, stride, pads, epilogue, include)
+    want = pool_ref(x, kind[:3], k, stride, pads, include)
+    if epilogue:
+        want = np.maximum(want * 2.0 - 0.5, 0.0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_phased_pools_keep_the_plain_pools_checks_and_need_constant_shapes():
+    X = te.placeholder((1, 2, 5, 5), name="X")
+    with pytest.raises(ShapeError, match=r"max_pool2d: padding must be smaller than the "
+                                         r"kernel"):
+        ops.max_pool2d_phased(X, 2, 1, 2)
+    with pytest.raises(ShapeError, match=r"avg_pool2d: data must have a constant shape"):
+        ops.avg_pool2d_phased(te.placeholder((te.var("n"), 2, 5, 5), name="Xn"), 2)
+
+
+def test_schedule_pool2d_refuses_a_graph_without_a_pool():
+    X = te.placeholder((1, 2, 5, 5), name="X")
+    Y = te.compute(X.shape, lambda *i: X(*i) + 1.0, name="Y")
+    with pytest.raises(ArgumentError, match=r"schedule_pool2d: out \('Y'\) reads no 4-d "
+                                            r"pooling stage"):
+        te.autotune.schedule_pool2d(Y)
+    with pytest.raises(ArgumentError, match="out must be a te.Tensor"):
+        te.autotune.schedule_pool2d(Y.op)
