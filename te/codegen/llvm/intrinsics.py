@@ -1,6 +1,6 @@
 """Math for codegen_llvm: intrinsic calls, libm calls and the memory hints (prefetch,
 non-temporal stores and their fence); the vector float32 exp is in exp.py, erf and tanh
-in erf.py.
+in erf.py; call_extern calls are declared with their scalar signature and made per lane.
 
 Takes the FuncGen of codegen_llvm (duck-typed, never imported here: it gives .b, .mod,
 .expr, .expr_Const, .float_const, .vector_of and .address) and te.compute.expr Call nodes or
@@ -40,8 +40,7 @@ LIBM = {name: (name + "f", name) for name in (
 def emit_call(gen, e: E.Call) -> ir.Value:
     args = [gen.expr(a) for a in e.args]
     if e.extern:
-        fn = gen.mod.declare(e.name, ll_type(e.dtype), [a.type for a in args])
-        return gen.b.call(fn, args)
+        return extern_call(gen, e, args)
     if e.name == "abs" and not dt.is_float(e.dtype):
         x = args[0]
         neg = gen.b.icmp_signed("<", x, ir.Constant(x.type, None))
@@ -64,6 +63,25 @@ def emit_call(gen, e: E.Call) -> ir.Value:
         denom = gen.b.fadd(gen.float_const(1.0, e.dtype), exp, flags=FP_FLAGS)
         return gen.b.fdiv(gen.float_const(1.0, e.dtype), denom, flags=FP_FLAGS)
     raise BuildError(f"Call: unknown intrinsic {e.name!r}")
+
+
+def extern_call(gen, e: E.Call, args: list) -> ir.Value:
+    """A call_extern: the function is declared with its scalar signature; in a vectorized
+    loop it is called once per lane, lane 0 first (the order the scalar loop calls it),
+    on that lane of each vector argument. A C function takes no vectors, and a vector
+    declaration beside the scalar one (a vectorized loop and its scalar tail) would give
+    the name two signatures."""
+    base, n = dt.split_lanes(e.dtype)
+    n = max([n] + [a.type.count for a in args if isinstance(a.type, ir.VectorType)])
+    scalar_types = [a.type.element if isinstance(a.type, ir.VectorType) else a.type
+                    for a in args]
+    fn = gen.mod.declare(e.name, ll_type(base), scalar_types)
+    if n == 1:
+        return gen.b.call(fn, args)
+    lanes = [gen.b.call(fn, [gen.b.extract_element(a, I32(k))
+                             if isinstance(a.type, ir.VectorType) else a for a in args])
+             for k in range(n)]
+    return gen.vector_of(lanes, dt.with_lanes(base, n))
 
 
 def _lanes(b, v, lo: int, width: int):
