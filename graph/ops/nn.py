@@ -128,4 +128,7 @@ OPS = {op.name: op for op in (
     OpDef("matmul", Pattern.OUT_ELEMWISE_FUSABLE,
           lambda ins: topi.matmul_nd(ins[0], ins[1], name="matmul"), (2, 2),
           doc="numpy.matmul: batched, broadcast"),
+    OpDef("matmul_panel", Pattern.OUT_ELEMWISE_FUSABLE,
+          lambda ins, n: topi.matmul_panel(ins[0], ins[1], n, name="matmul"), (2, 2),
+          doc="matmul by a constant [k, n] weight laid out in panels ahead (O1)"),
 )}

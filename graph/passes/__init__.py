@@ -18,6 +18,7 @@ from .conv_weights import pack_conv_weights
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fold import fold_constants
+from .panels import pack_matmul_weights
 from .rewrite import same_shape
 from .simplify import simplify_algebra
 
@@ -31,6 +32,8 @@ PASSES: list = [
     ("simplify_algebra", simplify_algebra),
     # batch_norm into conv/gemm/matmul weights, else multiply + add
     ("fold_batch_norm", fold_batch_norm),
+    # constant matmul weights laid out once in the panels the kernel streams
+    ("pack_matmul_weights", pack_matmul_weights),
     # conv2d weights in the layout the GEMM form's register tiles read (a pack node)...
     ("pack_conv_weights", pack_conv_weights),
     # ...computed once here (fold_constants again), not on every run

@@ -4,7 +4,8 @@ Gives `autotune(outputs, trials=500, ...)` plus `autotune.template`, `.get_confi
 `.apply_history_best` (`.history_active`, `.trace_lookups`: which records
 schedules took), `.auto_schedule`, `.load_best`, `.upgrade_log` (old logs), the
 option classes TuneOptions and MeasureOptions, SplitEntity / OtherOptionEntity, and the
-micro-kernel for templates, `.define_matmul_like` / `.schedule_matmul_like`, and the
+micro-kernel for templates, `.define_matmul_like` / `.schedule_matmul_like` (and
+`.panel_width`, the layout of weights packed ahead), and the
 conv2d strategy, `.conv2d_compute` / `.schedule_conv2d` (`.conv2d_tile`,
 `.conv2d_weight_tile`), and the pooling schedule `.schedule_pool2d`. Stays light at import
 time (no numpy-heavy, optuna or xgboost imports): `import te` must stay fast; the tuning
@@ -18,7 +19,7 @@ from . import dispatch
 from .measure import MeasureOptions
 from .conv2d import conv2d_compute, conv2d_tile, conv2d_weight_tile, schedule_conv2d
 from .pool import schedule_pool2d
-from .micro_kernel import define_matmul_like, schedule_matmul_like
+from .micro_kernel import define_matmul_like, panel_width, schedule_matmul_like
 from .options import TuneOptions, options_from_keywords
 from .space import ConfigEntity, ConfigSpace, OtherOptionEntity
 from .split import SplitEntity
@@ -68,6 +69,7 @@ class _AutotuneAPI:
     load_best = staticmethod(load_best)
     define_matmul_like = staticmethod(define_matmul_like)
     schedule_matmul_like = staticmethod(schedule_matmul_like)
+    panel_width = staticmethod(panel_width)
     conv2d_compute = staticmethod(conv2d_compute)
     conv2d_tile = staticmethod(conv2d_tile)
     conv2d_weight_tile = staticmethod(conv2d_weight_tile)

@@ -89,7 +89,9 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
     ext = [static_extent(iv) for iv in spatial]
     rext = [static_extent(iv) for iv in op.reduce_axis]
     lanes = vector_lanes(op.output_dtype(0))
-    cfg.define_knob(pfx + ".nr", _nr_options(ext[-1], lanes))
+    given = panel_read(op)
+    # panels made ahead (matmul_panel): the tile is as wide as they are
+    cfg.define_knob(pfx + ".nr", [given] if given else _nr_options(ext[-1], lanes))
     _define_tile_rows(cfg, op, pfx, -(-cfg[pfx + ".nr"].val // lanes), lanes)
     k0 = rext[0] if rext else 1
     cfg.define_knob(pfx + ".kc", [k for k in (4, 1, 2, 8) if k <= k0] or [1])
@@ -102,6 +104,33 @@ def _define_micro_kernel(cfg, op, pfx: str) -> None:
     # an output too small to fill a register tile may be summed as vector partial results
     few = math.prod(ext) < 64 and rext[0] >= 64
     cfg.define_knob(pfx + ".rfactor", [False, True] if few else [False])
+
+
+def panel_width(n: int, dtype: str = "float32") -> int:
+    """The default register-tile width (`.nr`) of a matmul-like output whose last axis
+    has extent n: the width of the panels to lay a constant weight out in ahead of time
+    (te.compute.ops.matmul_panel), so that the tile streams them as they are."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ArgumentError(f"te.autotune.panel_width: n must be a positive int (the "
+                            f"output's columns), got {n!r}")
+    return _nr_options(n, vector_lanes(dtype))[0]
+
+
+def panel_read(op):
+    """nr when `op` reads an input as panels made ahead, P[.., j // nr, .., j % nr] with j
+    its last axis (matmul_panel); else None. Such a read is not packed again."""
+    j = op.axis[-1].var if op.axis else None
+
+    def part(e, kind):
+        return isinstance(e, E.Binary) and e.op == kind and e.a is j and \
+            isinstance(e.b, E.Const) and int(e.b.value) > 1
+    for load in tensor_loads(op):
+        idx = load.indices
+        if j is not None and idx and part(idx[-1], "floormod") and \
+                any(part(e, "floordiv") and int(e.b.value) == int(idx[-1].b.value)
+                    for e in idx[:-1]):
+            return int(idx[-1].b.value)
+    return None
 
 
 def _nr_options(last: int, lanes: int) -> list:
@@ -199,7 +228,7 @@ def _pack_candidate(op):
     along j), per batch in batch matmul. Packing lays it out as [.., j // nr, k, j % nr]:
     the micro-kernel then reads nr contiguous values per step of k.
     """
-    if op.num_outputs != 1 or not op.is_reduction or not op.axis:
+    if op.num_outputs != 1 or not op.is_reduction or not op.axis or panel_read(op):
         return None
     j = op.axis[-1].var
     row = op.axis[-2].var if len(op.axis) >= 2 else None

@@ -9,7 +9,7 @@ from .elementwise import (add, broadcast_binary, broadcast_shape, divide,
                           unary, where)
 from .conv2d_gemm import conv2d_nchw_gemm, conv2d_nchw_phased, conv2d_pack_weight
 from .conv_transpose import conv2d_transpose_nchw
-from .linalg import matmul_nd
+from .linalg import matmul_nd, matmul_panel
 from .normalization import (batch_norm_inference, global_pool2d, instance_norm, log_softmax,
                             lrn)
 from .nn import (avg_pool2d, batch_matmul, conv2d_nchw, depthwise_conv2d_nchw, layer_norm,
@@ -22,7 +22,8 @@ from .transform import (concatenate, gather_elements, pad, reshape, slice_axis, 
 
 __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "relu", "unary",
            "broadcast_binary", "broadcast_shape", "batch_norm_inference", "lrn",
-           "global_pool2d", "matmul_nd", "where", "take", "tile", "log_softmax", "instance_norm",
+           "global_pool2d", "matmul_nd", "matmul_panel", "where", "take", "tile", "log_softmax",
+           "instance_norm",
            "conv2d_transpose_nchw", "conv2d_nchw_gemm", "conv2d_nchw_phased",
            "conv2d_pack_weight", "resize", "fused_scale_shift_relu", "transpose", "reshape",
            "pad", "concatenate", "slice_axis", "sum", "max", "min", "argmax", "argmin",

@@ -1,5 +1,6 @@
 """numpy.matmul over tensors of any rank >= 1: leading (batch) dims broadcast, a 1-d operand
-is a row (lhs) or a column (rhs) vector whose unit dim is dropped from the result.
+is a row (lhs) or a column (rhs) vector whose unit dim is dropped from the result; and
+matmul_panel, a matmul by a weight laid out ahead in the register tile's panels.
 
 Takes two te.Tensors, gives one te.compute reduction stage. Imports te.compute (api,
 tensor), te.errors and the sibling op modules only.
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 from .. import api
 from ..tensor import Tensor
-from ._util import check_dim, check_tensor
+from ...errors import ArgumentError
+from ._util import check_dim, check_tensor, static_dim
 from .elementwise import broadcast_index, broadcast_shape
 
 
@@ -49,3 +51,33 @@ class _Shape:
     def __init__(self, shape):
         self.shape = tuple(shape)
         self.ndim = len(self.shape)
+
+
+def matmul_panel(A: Tensor, P: Tensor, n: int, out_dtype: str | None = None,
+                 name: str = "T_matmul_panel") -> Tensor:
+    """numpy.matmul(A, B) for a [k, n] matrix B given as panels P[p, k, r] = B[k, p * nr + r]
+    (nr = P.shape[2], zero past column n): the layout the automatic space's register tile
+    streams (te.autotune.panel_width), made once for a constant weight instead of per call.
+    C[..., i, j] = sum_k A[..., i, k] * P[j // nr, k, j % nr]."""
+    who = "matmul_panel"
+    check_tensor(A, who, "A")
+    check_tensor(P, who, "P", ndim=3)
+    if A.ndim < 2:
+        raise ArgumentError(f"{who}: A must have 2 or more dims (rows, k), got shape "
+                            f"{tuple(A.shape)}")
+    check_dim(P.shape[1], A.shape[-1], who, "P.shape[1] (the reduction size, A.shape[-1])")
+    nr = static_dim(P.shape[2])
+    panels = static_dim(P.shape[0])
+    if not isinstance(n, int) or isinstance(n, bool) or nr is None or panels is None or \
+            not (panels - 1) * nr < n <= panels * nr:
+        raise ArgumentError(f"{who}: n must be an int in ({(panels - 1) * nr}, "
+                            f"{panels * nr}] (the columns that P's {panels} panels of "
+                            f"{nr} hold), got {n!r}")
+    dtype = out_dtype or A.dtype
+    k = api.reduce_axis((0, A.shape[-1]), "k")
+
+    def fcompute(*i):
+        lead, m, j = i[:-2], i[-2], i[-1]
+        rhs = P[api.indexdiv(j, nr), k, api.indexmod(j, nr)]
+        return api.sum(A(*lead, m, k).astype(dtype) * rhs.astype(dtype), axis=k)
+    return api.compute(tuple(A.shape[:-1]) + (n,), fcompute, name=name, tag="matmul")
