@@ -205,7 +205,7 @@ def thread_axis(dom=None, tag: str = "", name: str = "") -> IterVar:
     if isinstance(dom, str):  # the usual spelling: the tag first
         dom, tag, name = None, dom, name or tag
     valid = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
-             "threadIdx.z", "vthread")
+             "threadIdx.z", "vthread", "cthread")
     if tag not in valid:
         raise ComputeError(f"te.thread_axis: tag must be one of {', '.join(valid)}, "
                            f"got {tag!r}")

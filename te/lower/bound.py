@@ -135,14 +135,15 @@ def infer_bounds(stages: list, bodies: dict, readers: dict) -> dict:
 def thread_relaxed_loops(st: Stage, loops: list) -> set:
     """The enclosing loops over which `st` is shared rather than per-iteration: a stage in
     GPU shared memory is one per thread block, so it covers what all the block's threads
-    (its enclosing threadIdx loops) read, as in TVM."""
+    (its enclosing threadIdx loops and virtual threads) read, as in TVM."""
     if st.scope != "shared":
         return set()
     out = set()
     for stage, iv in loops:
         attr = stage.iter_attrs.get(iv)
         if attr is not None and attr.kind == "thread_binding" and \
-                attr.thread_tag.startswith("threadIdx"):
+                (attr.thread_tag.startswith("threadIdx")
+                 or attr.thread_tag in ("vthread", "cthread")):
             out.add(iv)
     return out
 

@@ -33,6 +33,7 @@ from .passes.software_pipeline import software_pipeline
 from .passes.storage_flatten import storage_flatten
 from .passes.unroll import unroll_loops
 from .passes.vectorize import vectorize_loops
+from .passes.virtual_thread import inject_virtual_thread
 from .verify import verify_func
 from .visitor import stmt_children, walk_stmts
 
@@ -50,6 +51,8 @@ FRONT = ("schedule_to_stmt", "storage_flatten")
 
 # The passes that run on the flattened IR, in order; each takes and gives a PrimFunc body.
 PASSES = (
+    # loops bound to "vthread" / "cthread" -> serial loops (each thread runs them all)
+    ("inject_virtual_thread", lambda f: inject_virtual_thread(f.body)),
     # intrinsic calls with a rule registered for the target (TVM's register_intrin_lowering)
     ("lower_intrinsics", lower_intrinsics),
     # Stage.pipeline: the marked loops as prologue, steady state and epilogue

@@ -28,8 +28,9 @@ def _schedule():
 
 
 def test_the_pass_list_starts_at_the_schedule():
-    assert pipeline.PASS_NAMES[:4] == ("schedule_to_stmt", "storage_flatten",
-                                       "lower_intrinsics", "software_pipeline")
+    assert pipeline.PASS_NAMES[:5] == ("schedule_to_stmt", "storage_flatten",
+                                       "inject_virtual_thread", "lower_intrinsics",
+                                       "software_pipeline")
     assert pipeline.PASS_NAMES[2:-1] == tuple(name for name, _ in pipeline.PASSES)
     assert pipeline.PASS_NAMES[-1] == "split_host_device"
 
@@ -75,7 +76,8 @@ def test_stop_after_names_a_pass():
     s, args = _schedule()
     with pytest.raises(te.LoweringError, match=r"^te.lower: stop_after must be one of "
                                                r"schedule_to_stmt, storage_flatten, "
-                                               r"lower_intrinsics, software_pipeline, .*, got "
+                                               r"inject_virtual_thread, lower_intrinsics, "
+                                               r"software_pipeline, .*, got "
                                                r"'flatten'$"):
         te.lower(s, args, stop_after="flatten")
 

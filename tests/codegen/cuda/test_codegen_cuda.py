@@ -288,12 +288,6 @@ def _too_much_shared_memory():
     return s, [A, C]
 
 
-def _vthread():
-    A, C, s = _unbound()
-    bind(s, C, C.op.axis[0], 10, inner="vthread")
-    return s, [A, C]
-
-
 def _local_stage_reusing_a_thread_axis():
     A = te.placeholder((64,), name="A")
     B = te.compute((64,), lambda i: A[i] * 2, name="B")
@@ -406,8 +400,6 @@ def _extent_from_a_loop():
                                             r"would all update the same elements at once"),
     (_too_much_shared_memory, r"kernel 'main_kernel0' needs 81920 bytes of shared memory per "
                               r"block; CUDA allows 49152"),
-    (_vthread, r"loop 'i.inner' is bound to 'vthread', which target 'cuda' does not support "
-               r"yet \(use blockIdx.\* or threadIdx.\*\)"),
     (_local_stage_reusing_a_thread_axis, r"loop 'i' is bound to threadIdx.x inside loop "
                                          r"'i.inner', which is bound to it too \(only a stage "
                                          r"in shared memory may reuse a thread axis\)"),
