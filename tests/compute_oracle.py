@@ -200,7 +200,7 @@ _COMMON = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.mini
 _INT_OPS = {**_COMMON, "floordiv": np.floor_divide, "floormod": np.mod, "div": _trunc_div,
             "truncdiv": _trunc_div, "truncmod": lambda a, b: a - _trunc_div(a, b) * b}
 _FLOAT_OPS = {**_COMMON, "div": np.divide, "floordiv": lambda a, b: np.floor(a / b),
-              "floormod": lambda a, b: a - np.floor(a / b) * b,
+              "floormod": np.mod,
               "truncdiv": lambda a, b: np.trunc(a / b), "truncmod": np.fmod}
 
 

@@ -52,10 +52,11 @@ def _mod(ins, attrs, opset, outs):
     fmod = int(attrs.get("fmod", 0))
     if _is_int(ins[0].dtype):
         return [apply("trunc_mod" if fmod else "floor_mod", ins[:2], {}, outs[0])]
-    if not fmod:
-        raise Refused("fmod", f"fmod=0 on {ins[0].dtype} (the spec requires fmod=1 for "
-                              f"floats)")
-    return [apply("fmod", ins[:2], {}, outs[0])]
+    if not fmod and opset < 28:
+        raise Refused("fmod", f"fmod=0 on {ins[0].dtype} at opset {opset} (the spec "
+                              f"requires fmod=1 for floats before opset 28)")
+    # opset 28's float fmod=0 is numpy's % (the divisor's sign, signed zeros, infinities)
+    return [apply("fmod" if fmod else "floor_mod", ins[:2], {}, outs[0])]
 
 
 def _pow(ins, attrs, opset, outs):

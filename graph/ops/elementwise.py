@@ -129,11 +129,9 @@ BINARY = {
     "multiply": lambda a, b: a * b,
     "divide": lambda a, b: a / b,
     "trunc_divide": te.truncdiv,  # integer division rounding toward zero (C, ONNX Div)
-    "floor_mod": te.floormod,     # integer remainder with the divisor's sign (Python %)
+    "floor_mod": te.floormod,     # remainder with the divisor's sign (Python %), exact
     "trunc_mod": te.truncmod,     # integer remainder with the dividend's sign (C %)
-    # float remainder with the dividend's sign (C fmod) as a - trunc(a / b) * b: exact
-    # while a / b is (its quotient below 2**24 in float32)
-    "fmod": lambda a, b: a - te.trunc(a / b) * b,
+    "fmod": te.fmod,              # float remainder with the dividend's sign (C fmod), exact
     "power": te.power,
     "maximum": lambda a, b: te.max(a, b),
     "minimum": lambda a, b: te.min(a, b),

@@ -348,6 +348,16 @@ def truncdiv(a, b): return _int_binary("truncdiv", a, b)
 def truncmod(a, b): return _int_binary("truncmod", a, b)
 
 
+def fmod(a, b) -> Expr:
+    """C's fmod: the float remainder of a / b with the dividend's sign, exact (no rounding
+    of the quotient; LLVM's frem); te.floormod of floats is the divisor-signed one."""
+    out = E.binary("truncmod", a, b)
+    if not dt.is_float(out.dtype):
+        raise DTypeError(f"te.fmod: expected float operands, got dtype {out.dtype} "
+                         f"(te.truncmod is the integer remainder)")
+    return out
+
+
 def _intrinsic(name: str):
     def f(x):
         return E.call_intrinsic(name, x)

@@ -301,7 +301,8 @@ _FOLD = {
     "mul": (lambda x, y: x * y, lambda x, y: x * y),
     "div": (None, lambda x, y: x / y),
     "floordiv": (lambda x, y: x // y, _floor_float),
-    "floormod": (lambda x, y: x % y, lambda x, y: x - _floor_float(x, y) * y),
+    # Python's float % is numpy's: the exact fmod, moved by y when the signs differ
+    "floormod": (lambda x, y: x % y, lambda x, y: x % y),
     "truncdiv": (lambda x, y: _truncdiv(x, y), lambda x, y: math.trunc(x / y)),
     "truncmod": (lambda x, y: x - _truncdiv(x, y) * y, math.fmod),
     "min": (min, min),

@@ -150,14 +150,12 @@ def _float_floordiv(a, b):
     return np.floor(a / b)
 
 
-def _float_floormod(a, b):
-    return a - np.floor(a / b) * b
 
 
 _INT_OPS = {"floordiv": _int_floordiv, "floormod": _int_floormod,
             "truncdiv": _int_truncdiv, "truncmod": _int_truncmod,
             "div": _int_truncdiv}
-_FLOAT_OPS = {"floordiv": _float_floordiv, "floormod": _float_floormod,
+_FLOAT_OPS = {"floordiv": _float_floordiv, "floormod": np.mod,
               "truncdiv": lambda a, b: np.trunc(a / b), "truncmod": np.fmod}
 
 

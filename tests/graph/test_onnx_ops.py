@@ -3,6 +3,7 @@ odd sizes, and the opset variants where an op changed (attributes that became in
 import numpy as np
 import pytest
 
+import graph
 from onnx_cases import Const, assert_close, make_model, rand, run_both
 
 B = np.bool_
@@ -174,3 +175,43 @@ def test_op_matches_onnxruntime(case):
     model, feeds = make_model(op, inputs, attrs, opset, n_out, out_dtype)
     ours, ref = run_both(model, feeds)
     assert_close(ours, ref)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_mod_is_exact(dtype):
+    """Mod with fmod=1 is C's fmod, exact where a - trunc(a / b) * b is not (quotients past
+    2**24 in float32): bit for bit against numpy and onnxruntime, negatives and broadcasting
+    included (quotients past 2**53 for float64)."""
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((3, 37)) * 10.0 ** rng.integers(0, 9, (3, 37))).astype(dtype)
+    b = (rng.standard_normal(37) * 3 + np.where(rng.random(37) < 0.5, -0.5, 0.5)).astype(dtype)
+    a[0, :3], b[:3] = [1e7 + 1, -1e7 - 1, 123456789.0], [3.3, 3.3, -0.7]
+    a[1, :3] = [1e20, -3e18, 7.25e16]  # past 2**53: wrong in float64 too
+    model, feeds = make_model("Mod", [a, b], {"fmod": 1}, 13)
+    ours, ref = run_both(model, feeds)
+    np.testing.assert_array_equal(ours[0], np.fmod(a, b))
+    np.testing.assert_array_equal(ours[0], ref[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_mod_fmod0_is_numpys_remainder(dtype):
+    """Opset 28's float Mod with fmod=0 is numpy's %: the divisor's sign, exact for large
+    quotients, signed zeros and infinities as the spec lists (onnxruntime lacks opset 28)."""
+    rng = np.random.default_rng(6)
+    a = (rng.standard_normal((2, 41)) * 10.0 ** rng.integers(0, 9, (2, 41))).astype(dtype)
+    b = (rng.standard_normal(41) * 3 + np.where(rng.random(41) < 0.5, -0.5, 0.5)).astype(dtype)
+    a[0, :8] = [1e7 + 1, -1e7 - 1, 1e20, 0.0, -0.0, 2.5, -2.5, np.inf]
+    b[:8] = [3.3, 3.3, -0.7, -2.0, 2.0, -np.inf, -np.inf, 2.0]
+    model, feeds = make_model("Mod", [a, b], {"fmod": 0}, 28)
+    out = graph.compile(graph.from_onnx(model)).run(feeds)[0]
+    with np.errstate(invalid="ignore"):
+        expected = np.mod(a, b)
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
+
+
+def test_float_mod_fmod0_before_opset_28_is_refused():
+    model, _ = make_model("Mod", [rand(3, 5), rand(3, 5)], {"fmod": 0}, 13)
+    with pytest.raises(graph.UnsupportedError, match=r"fmod=0 on float32 at opset 13 \(the "
+                       r"spec requires fmod=1 for floats before opset 28\)"):
+        graph.from_onnx(model)

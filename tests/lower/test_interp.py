@@ -96,8 +96,11 @@ def test_float_division_ops():
     a, b = random_array("float32"), random_array("float32", nonzero=True)
     np.testing.assert_array_equal(run_binary("float32", lambda x, y: x / y, a, b), a / b)
     np.testing.assert_array_equal(run_binary("float32", te.floordiv, a, b), np.floor(a / b))
-    np.testing.assert_array_equal(run_binary("float32", te.floormod, a, b),
-                                  a - np.floor(a / b) * b)
+    np.testing.assert_array_equal(run_binary("float32", te.floormod, a, b), np.mod(a, b))
+    big = np.array([1e7 + 1, -1e7 - 1, 3e9], "float32")  # a / b rounds: still exact
+    div = np.array([3.3, 3.3, -0.7], "float32")
+    np.testing.assert_array_equal(run_binary("float32", te.floormod, big, div),
+                                  np.mod(big, div))
 
 
 def test_int32_wraparound():

@@ -625,16 +625,28 @@ class FuncGen(BlockValues):
             return getattr(self.b, _FLOAT_BINOP[op])(a, b, flags=cgmath.FP_FLAGS)
         if op in ("min", "max"):
             return self.intrinsic(cgmath.LLVM_MATH[op], dtype, [a, b])
+        if op == "floormod":
+            return self.float_floormod(dtype, a, b)
         quotient = self.b.fdiv(a, b, flags=cgmath.FP_FLAGS)
         if op == "truncdiv":
             return self.intrinsic("llvm.trunc", dtype, [quotient])
-        floor = self.intrinsic("llvm.floor", dtype, [quotient])
         if op == "floordiv":
-            return floor
-        if op == "floormod":
-            flags = cgmath.FP_FLAGS
-            return self.b.fsub(a, self.b.fmul(floor, b, flags=flags), flags=flags)
+            return self.intrinsic("llvm.floor", dtype, [quotient])
         raise BuildError(f"Binary: operator {op!r} is not supported for dtype {dtype}")
+
+    def float_floormod(self, dtype: str, a, b) -> ir.Value:
+        """numpy's (and Python's) float a % b, from the exact C fmod (frem): a non-zero
+        remainder whose sign differs from b's moves by b, a zero one takes b's sign.
+        (a - floor(a / b) * b is wrong once a / b rounds, for quotients past 2**24 in
+        float32.)"""
+        rem = self.b.frem(a, b)
+        zero = self.float_const(0.0, dtype)
+        differs = self.b.and_(self.b.fcmp_ordered("!=", rem, zero),
+                              self.b.xor(self.b.fcmp_ordered("<", rem, zero),
+                                         self.b.fcmp_ordered("<", b, zero)))
+        moved = self.b.select(differs, self.b.fadd(rem, b), rem)
+        signed_zero = self.intrinsic("llvm.copysign", dtype, [zero, b])
+        return self.b.select(self.b.fcmp_ordered("==", rem, zero), signed_zero, moved)
 
     def compare(self, op: str, dtype: str, a, b) -> ir.Value:
         if dt.is_float(dtype):
