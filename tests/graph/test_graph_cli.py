@@ -42,7 +42,7 @@ def test_show_prints_the_fused_groups(conv_relu_path, capsys):
     assert main(["show", conv_relu_path]) == 0
     out = capsys.readouterr().out.splitlines()
     k = out.index("fused groups at O1 (1, 1 kernels) {")
-    assert out[k + 1:k + 3] == ["  kernel: conv2d, relu -> %y: float32[1, 4, 9, 7]", "}"]
+    assert out[k + 1:k + 3] == ["  kernel: conv2d_packed, relu -> %y: float32[1, 4, 9, 7]", "}"]
 
 
 def test_show_prints_the_memory_plan(conv_relu_path, capsys):
@@ -59,7 +59,16 @@ def test_run_at_o1_runs_the_fused_kernel(conv_relu_path, capsys):
     assert main(["run", conv_relu_path, "--level", "O1"]) == 0
     out = capsys.readouterr().out
     assert "compiled at O1 in " in out and "1 steps, 1 kernels" in out
-    assert "conv2d+relu" in out
+    assert "conv2d_packed+relu" in out
+    diff = float(re.search(r"max \|ours - onnxruntime\| per output: (\S+)", out).group(1))
+    assert diff < 1e-4
+
+
+def test_run_at_o2_times_the_native_call(conv_relu_path, capsys):
+    assert main(["run", conv_relu_path, "--level", "O2"]) == 0
+    out = capsys.readouterr().out
+    assert "compiled at O2 in " in out and "1 steps, 1 kernels" in out
+    assert re.search(r"O2 run: [0-9.]+ ms \(one native call, median of 5\)", out)
     diff = float(re.search(r"max \|ours - onnxruntime\| per output: (\S+)", out).group(1))
     assert diff < 1e-4
 

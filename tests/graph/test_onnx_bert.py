@@ -31,6 +31,8 @@ def test_bert_layer_matches_onnxruntime(level):
         for out, o1 in zip(outs, graph.executor.Module.run(m, feeds)):
             np.testing.assert_array_equal(out, o1)
         assert m.memory_plan.arena_bytes <= 1.1 * m.memory_plan.lower_bound
+        # the dry run plans the very steps O2 runs
+        assert graph.plan_memory(g).arena_bytes == m.memory_plan.arena_bytes
     if level == "O1":
         launched = sum(s.kernel is not None for s in m.steps)
         assert launched < len(g.nodes) and m.num_kernels < len({n.workload() for n in g.nodes})
