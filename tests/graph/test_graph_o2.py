@@ -138,3 +138,21 @@ def test_o2_refuses_kernels_this_host_must_not_run():
     with pytest.raises(graph.GraphError, match=r"graph.compile O2: kernel '\w+' must not run "
                                                r"on this host: .*lacks"):
         graph.compile(g, level="O2", target=f"llvm -mattr=+{missing[0]}", cache=False)
+
+
+def test_o2_repeated_outputs_and_a_graph_of_constants():
+    x = graph.input("x", (3, 4))
+    y = graph.exp(graph.relu(x), name="y")
+    m = graph.compile(graph.Graph([y, y, graph.negative(y, name="n")]), level="O2")
+    xa = np.random.default_rng(3).standard_normal((3, 4)).astype(np.float32)
+    got = m.run({"x": xa})
+    _same(got, _o1_path(m, {"x": xa}))
+    np.testing.assert_allclose(got[0], np.exp(np.maximum(xa, 0)), rtol=1e-6)
+    assert np.shares_memory(got[0], got[1])   # as at O1: the same value, one array
+    c = graph.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+    k = graph.compile(graph.Graph([graph.tanh(c, name="t")]), level="O2")
+    assert k.calls == []   # folded into a constant: the driver calls nothing
+    (t,) = k.run({})
+    np.testing.assert_allclose(t, np.tanh(np.arange(6).reshape(2, 3)), rtol=1e-6)
+    t[0, 0] = 5.0
+    assert k.run({})[0][0, 0] == 0.0
