@@ -198,7 +198,7 @@ class CudaModule:
         if self._backend is None:
             if self.ptx is None:
                 raise RuntimeError(f"module '{self.entry_name}' cannot run on a GPU: "
-                                   f"{self._ptx_missing}")
+                                   f"{self._ptx_missing}{USE_EMULATOR}")
             self._backend = PycudaBackend(self.ptx, self.kernels)
         return self._backend
 
@@ -249,6 +249,11 @@ def _check_launch(entry: str, kernel: str, grid: tuple, block: tuple) -> None:
                                f"CUDA's limits {limits}")
 
 
+# Where no GPU can run a module, what can: its results checked on the CPU.
+USE_EMULATOR = ("; without a GPU, run the module in the CUDA emulator on the CPU: "
+                "mod.emulator()(*args) (slow; te.tvm.build falls back to it by itself)")
+
+
 class PycudaBackend:
     """Device memory and launches through pycuda (a context on the first GPU)."""
 
@@ -258,11 +263,11 @@ class PycudaBackend:
         except ImportError:
             raise RuntimeError("running a 'cuda' module needs pycuda, which is not installed: "
                                "pip install 'te-compiler[cuda]' (it builds only where a CUDA "
-                               "driver is installed)") from None
+                               "driver is installed)" + USE_EMULATOR) from None
         try:
             import pycuda.autoinit  # noqa: F401  (creates the context, releases it at exit)
         except Exception as err:  # pycuda raises its own error types when no GPU is found
-            raise RuntimeError(f"no CUDA device could be opened: {err}") from None
+            raise RuntimeError(f"no CUDA device could be opened: {err}{USE_EMULATOR}") from None
         self.drv = drv
         self.module = drv.module_from_buffer(ptx.encode())
         self.functions = {k.name: self.module.get_function(k.name) for k in kernels}

@@ -2,10 +2,17 @@
 
 Takes what TVM code passes: a schedule and its argument tensors, a target given as a string,
 a te.target.Target (with or without a host) or None (the `with target:` block's, else
-"llvm"), and TVM's keywords; gives te's runtime modules and lowered functions. Imports
-te.build and te.target.
+"llvm"), and TVM's keywords; gives te's runtime modules and lowered functions. A 'cuda'
+module built where no GPU can be opened runs in the CUDA emulator, with a warning (once per
+process): TVM code written for a GPU then runs, slowly, on a CPU machine. Imports te.build,
+te.target and runtime.
 """
 from __future__ import annotations
+
+import warnings
+
+from runtime.cuda import CudaModule
+from runtime.devices import cuda
 
 from ..build import build as te_build
 from ..build import lower as te_lower
@@ -30,8 +37,28 @@ def build(inputs, args=None, target=None, target_host=None, runtime=None, name="
     if runtime is not None or binds is not None:
         given = "runtime" if runtime is not None else "binds"
         raise BuildError(f"tvm.build: the {given} argument is not supported (expected None)")
-    return te_build(inputs, args, target=_target(target, target_host, "tvm.build"),
-                          name=name)
+    mod = te_build(inputs, args, target=_target(target, target_host, "tvm.build"), name=name)
+    if isinstance(mod, CudaModule) and not cuda(0).exist:
+        _warn_emulated()
+        return mod.emulator()
+    return mod
+
+
+_warned = False
+
+
+def _warn_emulated() -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(EMULATED, RuntimeWarning, stacklevel=3)
+
+
+EMULATED = ("tvm.build: target 'cuda': no CUDA device (or no pycuda) on this machine, so "
+            "the module runs in the CUDA emulator on the CPU (te's runtime/cuda_emulator.py): "
+            "its results are checked as on a GPU, but its time_evaluator times are CPU "
+            "emulation times, not GPU times; use te.build(..., target='cuda') for a module "
+            "that refuses to run without a GPU")
 
 
 def lower(inp, args=None, name: str = "main", binds=None, simple_mode: bool = False):

@@ -132,3 +132,50 @@ def test_assert_allclose_uses_tvm_tolerances():
     tvm.testing.assert_allclose(np.float32([1.0]), np.float32([1.0 + 1e-6]), rtol=1e-5)
     with pytest.raises(AssertionError):       # shapes must match; no broadcasting
         tvm.testing.assert_allclose(np.ones((2, 2)), np.ones(2))
+
+
+def test_a_cuda_module_without_a_gpu_runs_in_the_emulator_and_says_so(monkeypatch):
+    """TVM code written for a GPU runs on a CPU machine: tvm.build gives the emulated module,
+    with a warning (once per process) that it is the emulator and its times are CPU times."""
+    from te.tvm import build_module
+    monkeypatch.setattr(build_module, "_warned", False)
+    s, (A, B, C) = _vector_add()
+    bx, tx = s[C].split(C.op.axis[0], factor=64)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    if tvm.cuda(0).exist:     # a GPU: the module runs there, nothing to warn about
+        fadd = tvm.build(s, [A, B, C], "cuda")
+    else:
+        with pytest.warns(RuntimeWarning, match=r"no CUDA device \(or no pycuda\) on this "
+                          r"machine, so the module runs in the CUDA emulator on the CPU .*"
+                          r"time_evaluator times are CPU emulation times, not GPU times"):
+            fadd = tvm.build(s, [A, B, C], "cuda")
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")        # once: a second build is silent
+            tvm.build(s, [A, B, C], "cuda")
+    dev = tvm.cuda(0)
+    a, b = RNG.random(300).astype("float32"), RNG.random(300).astype("float32")
+    c = tvm.nd.empty((300,), "float32", dev)
+    fadd(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
+    tvm.testing.assert_allclose(c.numpy(), a + b)
+    assert fadd.time_evaluator(fadd.entry_name, dev, number=1, repeat=1)(
+        tvm.nd.array(a, dev), tvm.nd.array(b, dev), c).mean > 0
+
+
+@pytest.mark.skipif(tvm.cuda(0).exist, reason="a GPU is present: the module runs on it")
+def test_te_build_without_a_gpu_still_refuses_to_run_and_names_the_emulator():
+    s, (A, B, C) = _vector_add()
+    bx, tx = s[C].split(C.op.axis[0], factor=64)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    import te as te_api
+    mod = te_api.build(s, [A, B, C], target="cuda")
+    a = np.ones(5, "float32")
+    with pytest.raises(RuntimeError, match=r"(cannot run on a GPU|needs pycuda|no CUDA device)"
+                       r".*; without a GPU, run the module in the CUDA emulator on the CPU: "
+                       r"mod.emulator\(\)\(\*args\)"):
+        mod(a, a, np.empty(5, "float32"))
+    c = np.empty(5, "float32")
+    mod.emulator()(a, a, c)
+    np.testing.assert_allclose(c, 2 * a)

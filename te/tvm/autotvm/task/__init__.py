@@ -40,8 +40,10 @@ def target_name(target) -> str:
     name = target if isinstance(target, str) else getattr(getattr(target, "kind", None),
                                                           "name", None)
     if name is None or str(name).split()[0] != "llvm":
-        raise ArgumentError(f"autotvm: target must be 'llvm' (tuning measures on this CPU), "
-                            f"got {target!r}")
+        raise ArgumentError(f"autotvm: target must be 'llvm' (tuning measures on this CPU; "
+                            f"tuning for 'cuda', as TVM's tune_conv2d_cuda does, is not "
+                            f"supported: a template's schedule still builds for 'cuda' "
+                            f"outside tuning), got {target!r}")
     return "llvm"
 
 
