@@ -78,7 +78,7 @@ def conv2d_compute(data: Tensor, kernel: Tensor, strides=1, padding=0, dilation=
     return ops.conv2d_nchw(data, kernel, strides, padding, dilation, groups, name=name)
 
 
-def _producers(out: Tensor) -> list:
+def producer_ops(out: Tensor) -> list:
     """Every ComputeOp `out` reads, directly or not, `out`'s own op first."""
     found, todo, seen = [], [out.op], set()
     while todo:
@@ -104,7 +104,7 @@ def schedule_conv2d(out: Tensor):
         raise ArgumentError(f"te.autotune.schedule_conv2d: out must be a te.Tensor (the "
                             f"conv's output or an elementwise stage over it), got "
                             f"{type(out).__name__}")
-    found = _producers(out)
+    found = producer_ops(out)
     gemm = _by_tag(found, (GEMM_TAG,))
     if gemm is not None:
         return _schedule_gemm(out, found, gemm)

@@ -11,27 +11,15 @@ te.schedule, te.errors and micro_kernel.vector_lanes.
 from __future__ import annotations
 
 from ..compute.ops.pool_phased import MAX_TAG, PACK_TAG, SUM_TAG
-from ..compute.tensor import ComputeOp, Tensor
+from ..compute.tensor import Tensor
 from ..errors import ArgumentError
 from ..schedule.schedule import create_schedule
+from .conv2d import producer_ops
 from .micro_kernel import vector_lanes
 
 
 def _tagged(op, tag) -> bool:
     return tag in op.tag.split(",")
-
-
-def _stages(out: Tensor) -> list:
-    """The ComputeOps `out` reads, directly or not, `out`'s own op first."""
-    found, todo, seen = [], [out.op], set()
-    while todo:
-        op = todo.pop()
-        if id(op) in seen or not isinstance(op, ComputeOp):
-            continue
-        seen.add(id(op))
-        found.append(op)
-        todo.extend(t.op for t in op.input_tensors)
-    return found
 
 
 def _row(s, stage, lanes: int):
@@ -50,7 +38,7 @@ def schedule_pool2d(out: Tensor):
         raise ArgumentError(f"te.autotune.schedule_pool2d: out must be a te.Tensor (the "
                             f"pool's output or an elementwise stage over it), got "
                             f"{type(out).__name__}")
-    found = _stages(out)
+    found = producer_ops(out)
     pool = next((op for op in found if _tagged(op, MAX_TAG) or _tagged(op, SUM_TAG)), None)
     if pool is None or len(out.shape) != 4:
         raise ArgumentError(f"te.autotune.schedule_pool2d: out ('{out.op.name}') reads no "

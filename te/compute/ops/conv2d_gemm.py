@@ -35,6 +35,14 @@ PACK_TAG, GEMM_TAG, CROP_TAG = "conv2d_gemm_pack", "conv2d_gemm", "conv2d_gemm_c
 WEIGHT_TAG = "injective,conv2d_weight_pack"
 
 
+def _phase_tap(r, d, s):
+    """(phase, offset in phase rows/columns) of kernel tap r with dilation d and stride s
+    over a stride-phase-split input; plain (0, r * d) at stride 1."""
+    if s == 1:
+        return 0, r * d
+    return api.indexmod(r * d, s), api.indexdiv(r * d, s)
+
+
 def _ceil_to(x: int, m: int) -> int:
     return -(-x // m) * m
 
@@ -146,13 +154,8 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
     ry = api.reduce_axis((0, kh), "ry")
     rx = api.reduce_axis((0, kw), "rx")
 
-    def split(r, d, s):
-        """(phase, offset in phase rows/columns) of kernel tap r; plain r * d at stride 1."""
-        if s == 1:
-            return 0, r * d
-        return api.indexmod(r * d, s), api.indexdiv(r * d, s)
-    a, oy = split(ry, dh, sh)
-    b, ox = split(rx, dw, sw)
+    a, oy = _phase_tap(ry, dh, sh)
+    b, ox = _phase_tap(rx, dw, sw)
     ocp = _ceil_to(OCg, mr)
 
     def gemm(n, g, f, p):
@@ -242,12 +245,8 @@ def conv2d_nchw_phased(data: Tensor, kernel: Tensor, stride=1, padding=0, dilati
     ry = api.reduce_axis((0, kh), "ry")
     rx = api.reduce_axis((0, kw), "rx")
 
-    def tap(r, d, s):
-        if s == 1:
-            return 0, r * d
-        return api.indexmod(r * d, s), api.indexdiv(r * d, s)
-    a, oy = tap(ry, dh, sh)
-    b, ox = tap(rx, dw, sw)
+    a, oy = _phase_tap(ry, dh, sh)
+    b, ox = _phase_tap(rx, dw, sw)
 
     def fcompute(n, f, y, x):
         ch = rc if groups == 1 else api.indexdiv(f, OCg) * ICg + rc
