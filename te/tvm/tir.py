@@ -11,7 +11,7 @@ import enum
 from .. import dtype as dt
 from ..compute import expr as E
 from ..compute.api import (abs, acos, acosh, all, any, asin, asinh, atan, atanh, ceil, cos, cosh,
-                           erf, exp, exp2, floor, floordiv, floormod, if_then_else, indexdiv,
+                           erf, exp, exp2, floor, floordiv, floormod, fmod, if_then_else, indexdiv,
                            indexmod, log, log2, log10, max_value, min_value, power, round, rsqrt,
                            sigmoid, sin, sinh, sqrt, tan, tanh, trunc, truncdiv, truncmod)
 from ..compute.expr import Call, Cast, Const, Expr, Var
@@ -67,6 +67,6 @@ __all__ = ["Call", "CallEffectKind", "Cast", "Const", "Expr", "FloatImm", "IntIm
            "Select", "Var", "abs", "acos", "acosh", "all", "any", "asin", "asinh", "atan",
            "atanh", "call_extern", "call_intrin", "call_packed", "call_pure_extern", "ceil",
            "const", "cos", "cosh", "decl_buffer", "erf", "exp", "exp2", "floor", "floordiv",
-           "floormod", "if_then_else", "indexdiv", "indexmod", "ir_builder", "log", "log2",
+           "floormod", "fmod", "if_then_else", "indexdiv", "indexmod", "ir_builder", "log", "log2",
            "log10", "max_value", "min_value", "power", "round", "rsqrt", "sigmoid", "sin",
            "sinh", "sqrt", "tan", "tanh", "trunc", "truncdiv", "truncmod"]

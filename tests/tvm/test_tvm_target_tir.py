@@ -79,7 +79,8 @@ def test_tir_helpers_match_numpy():
                              tvm.tir.floordiv(A[i], 3))), name="C")
     Y = te.compute((n,), lambda i: tvm.tir.exp(X[i]) + tvm.tir.log(X[i] + 1.0)
                    + tvm.tir.sqrt(X[i]) + tvm.tir.call_pure_extern("float32", "tanhf", X[i])
-                   + tvm.tir.call_intrin("float32", "tir.sin", X[i]), name="Y")
+                   + tvm.tir.call_intrin("float32", "tir.sin", X[i])
+                   + tvm.tir.fmod(X[i] * 7.0 - 3.0, 0.75), name="Y")
     s = te.create_schedule([C.op, Y.op])
     f = tvm.build(s, [A, X, C, Y])
     a = RNG.integers(-20, 20, 53).astype("int32")
@@ -90,6 +91,7 @@ def test_tir_helpers_match_numpy():
                       np.where((a < -5) | (a == 0), -1, a // 3))
     np.testing.assert_array_equal(c.numpy(), want_c)
     want_y = np.exp(x) + np.log(x + 1) + np.sqrt(x) + np.tanh(x) + np.sin(x)
+    want_y += np.fmod(x * np.float32(7) - np.float32(3), np.float32(0.75))
     tvm.testing.assert_allclose(y.numpy(), want_y, rtol=1e-5)
     assert tvm.tir.const(2).dtype == "int32" and tvm.tir.const(2.5).dtype == "float32"
     assert tvm.tir.const(-1, "int64").dtype == "int64"
