@@ -55,6 +55,16 @@ template <typename T> __device__ __forceinline__ T te_floormod(T a, T b) {
 }
 """
 _INT_DIVISION = ("floordiv", "floormod", "truncdiv", "truncmod")
+# Integer min and max: a function call evaluates each operand once (the select form
+# `a < b ? a : b` repeats them, so nested mins grow exponentially in the source).
+MINMAX_PRELUDE = """\
+template <typename T> __device__ __forceinline__ T te_min(T a, T b) { return b < a ? b : a; }
+template <typename T> __device__ __forceinline__ T te_max(T a, T b) { return a < b ? b : a; }
+"""
+# float min and max: CUDA's own, one instruction each. With one NaN operand they give the
+# other operand (C's fminf/fmaxf), where numpy's np.minimum gives NaN.
+_FLOAT_MINMAX = {("min", "float32"): "fminf", ("max", "float32"): "fmaxf",
+                 ("min", "float64"): "fmin", ("max", "float64"): "fmax"}
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
           "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
@@ -114,6 +124,8 @@ def generate_cuda(func: PrimFunc, plan: DevicePlan, target) -> CudaSource:
         kernels.append(KernelSource(part.name, tuple(slots), gen.uses_barriers))
         assert len(slots) == len(params)
     text = "\n".join(parts)
+    if any(f"te_{op}<" in text for op in ("min", "max")):
+        text = MINMAX_PRELUDE + "\n" + text
     if any(f"te_{op}<" in text for op in _INT_DIVISION):
         text = PRELUDE + "\n" + text
     return CudaSource(text, tuple(kernels))
@@ -330,8 +342,9 @@ class _KernelGen:
     def binary(self, e: E.Binary) -> str:
         a, b = self.expr(e.a), self.expr(e.b)
         if e.op in ("min", "max"):
-            # the select form, as the CPU code generator emits (a NaN picks b)
-            return f"({a} {'<' if e.op == 'min' else '>'} {b} ? {a} : {b})"
+            if (e.op, e.dtype) in _FLOAT_MINMAX:
+                return f"{_FLOAT_MINMAX[e.op, e.dtype]}({_bare(a)}, {_bare(b)})"
+            return f"te_{e.op}<{self.c_type(e.dtype)}>({_bare(a)}, {_bare(b)})"
         if e.op in _INFIX:
             text = f"({a} {_INFIX[e.op]} {b})"
             if not (dt.is_integral(e.dtype) and e.op in ("add", "sub", "mul")) or (
