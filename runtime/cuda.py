@@ -16,6 +16,7 @@ from typing import Any, Callable, NoReturn
 import numpy as np
 
 from .checker import ArgumentChecker
+from .cuda_resources import KernelResources, check_fits
 from .errors import RuntimeBuildError
 from .ndarray import NDArray
 from .signature import KernelSignature
@@ -40,6 +41,9 @@ class CudaKernel:
     name: str
     params: tuple
     uses_barriers: bool = False   # __syncthreads(): the emulator runs its threads at once
+    # what ptxas says it needs (None where ptxas was not there): a launch checks its block
+    # fits an SM, in the emulator too
+    resources: KernelResources | None = None
 
 
 @dataclass(frozen=True)
@@ -206,7 +210,7 @@ class CudaModule:
         """Device copies of the arguments, fresh temporaries, and one closure per launch."""
         counts, dims = self.launch_plan(sizes)
         for kernel, (grid, block) in zip(self.kernels, dims):
-            _check_launch(self.entry_name, kernel.name, grid, block)
+            _check_launch(self.entry_name, kernel, grid, block)
         handles: list = []
         temps: list = []
         try:
@@ -237,7 +241,8 @@ class CudaModule:
                          for kind, i in k.params] for k in self.kernels}
 
 
-def _check_launch(entry: str, kernel: str, grid: tuple, block: tuple) -> None:
+def _check_launch(entry: str, k: CudaKernel, grid: tuple, block: tuple) -> None:
+    kernel = k.name
     threads = block[0] * block[1] * block[2]
     if threads > MAX_THREADS_PER_BLOCK:
         raise RuntimeError(f"kernel '{entry}' ({kernel}): {threads} threads per block "
@@ -247,6 +252,8 @@ def _check_launch(entry: str, kernel: str, grid: tuple, block: tuple) -> None:
         if any(d > limit for d, limit in zip(dims, limits)):
             raise RuntimeError(f"kernel '{entry}' ({kernel}): {what} {tuple(dims)} exceeds "
                                f"CUDA's limits {limits}")
+    if k.resources is not None and threads > 0:
+        check_fits(f"'{entry}' ({kernel})", k.resources, threads)
 
 
 # Where no GPU can run a module, what can: its results checked on the CPU.

@@ -31,6 +31,7 @@ static pthread_barrier_t te_barrier;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 #define __syncthreads() pthread_barrier_wait(&te_barrier)
 /* Each __shared__ array registers once; before every block they are all filled with 0xFF
    bytes (NaN as float), so a read of shared memory no thread of the block wrote shows. */

@@ -4,7 +4,8 @@ Takes a function lowered for 'cuda' (vectorized loops kept as loops; the pipelin
 host/device split run, or run here for a function lowered before), its KernelSignature and
 the parsed target (te.target.Target: -arch, launch limits, C types); gives a CudaModule
 whose launch plan evaluates the temporaries' sizes and each kernel's grid and block extents
-from the size variables of a call. nvcc checks the source at build time when it is on PATH;
+from the size variables of a call. nvcc checks the source at build time when it is on PATH,
+and ptxas's resource use (registers, shared memory) is checked against the block size;
 without it the module keeps the source, can run emulated on the CPU, and says at a GPU call
 that nvcc is missing. Imports te.target, te.lower, te.codegen and runtime.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import runtime
 from runtime import cuda as rt_cuda
+from runtime.cuda_resources import check_fits, resource_usage
 
 from .codegen.cuda.codegen import generate_cuda
 from .errors import BuildError
@@ -27,17 +29,25 @@ def build_cuda(func: PrimFunc, signature: runtime.KernelSignature,
         func = pipeline.split_for_device(func, target)
     plan = func.device_plan
     source = generate_cuda(func, plan, target)
-    kernels = tuple(rt_cuda.CudaKernel(k.name, k.params, k.uses_barriers)
-                    for k in source.kernels)
     temporaries = tuple(rt_cuda.CudaTemporary(b.name, b.dtype) for b, _ in plan.temporaries)
-    ptx, missing = None, None
+    ptx, missing, resources = None, None, {}
     if rt_cuda.find_nvcc() is None:
         missing = "nvcc was not on PATH when it was built (install the CUDA toolkit)"
     else:
+        arch = target.get("arch", rt_cuda.DEFAULT_ARCH)
         try:
-            ptx = rt_cuda.compile_ptx(source.text, target.get("arch", rt_cuda.DEFAULT_ARCH))
-        except runtime.RuntimeBuildError as err:
+            ptx = rt_cuda.compile_ptx(source.text, arch)
+            resources = resource_usage(ptx, arch) or {}
+        except (runtime.RuntimeBuildError, RuntimeError) as err:
             raise BuildError(f"te.build: target 'cuda': {err}") from None
+    for k in source.kernels:
+        if k.threads is not None and k.name in resources:
+            try:
+                check_fits(f"'{func.name}' ({k.name})", resources[k.name], k.threads)
+            except RuntimeError as err:
+                raise BuildError(f"te.build: target 'cuda': {err}") from None
+    kernels = tuple(rt_cuda.CudaKernel(k.name, k.params, k.uses_barriers,
+                                       resources.get(k.name)) for k in source.kernels)
     size_vars = func.scalar_params
 
     def launch_plan(sizes: tuple) -> tuple:

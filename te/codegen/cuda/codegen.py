@@ -26,7 +26,7 @@ from ...lower import ir
 from ...lower.func import PrimFunc
 from ...lower.passes.device_split import DevicePlan, KernelPart
 from ...lower.buffers import loaded_buffers, stored_buffers
-from ...lower.passes.device_sync import shared_arrays
+from ...lower.passes.device_sync import BLOCK_TAGS, shared_arrays
 from ...lower.passes.storage_flatten import NameTable
 
 # Integer division and modulo with te's semantics for any integer type: floor (Python's,
@@ -99,6 +99,7 @@ class KernelSource:
     # ("scalar", k): the k-th size variable. One entry per kernel parameter, in order.
     params: tuple
     uses_barriers: bool = False
+    threads: int | None = None   # per block, where every launch has the same number
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ def generate_cuda(func: PrimFunc, plan: DevicePlan, target) -> CudaSource:
         slots = [("buffer", order[b.data]) for b in sorted(part.buffers,
                                                            key=lambda b: order[b.data])]
         slots += [("scalar", func.scalar_params.index(v)) for v in part.scalars]
-        kernels.append(KernelSource(part.name, tuple(slots), gen.uses_barriers))
+        kernels.append(KernelSource(part.name, tuple(slots), gen.uses_barriers,
+                                    block_threads(part)))
         assert len(slots) == len(params)
     text = "\n".join(parts)
     if any(f"te_{op}<" in text for op in ("min", "max")):
@@ -143,6 +145,17 @@ def c_type(dtype: str, c_types) -> str:
     if dtype not in c_types:
         raise BuildError(f"te.build: target 'cuda' does not support dtype {dtype} yet")
     return c_types[dtype]
+
+
+def block_threads(part: KernelPart) -> int | None:
+    """The threads per block of `part`'s launches where they are a constant, else None."""
+    threads = 1
+    for tag in BLOCK_TAGS:
+        extent = part.extents.get(tag, E.const(1))
+        if not isinstance(extent, E.Const):
+            return None
+        threads *= int(extent.value)
+    return threads
 
 
 class _KernelGen:
@@ -184,7 +197,12 @@ class _KernelGen:
             params.append(f"{const}{self.c_type(b.dtype)}* __restrict__ "
                           f"{self.name(b.data, b.name)}")
         params += [f"{self.c_type(v.dtype)} {self.name(v, v.name)}" for v in scalars]
-        lines = [f'extern "C" __global__ void {self.part.name}({", ".join(params)}) {{']
+        # the block size, where it is known here: ptxas then keeps the registers per thread
+        # low enough for that many threads to fit an SM (spilling if it must)
+        threads = block_threads(self.part)
+        bounds = f"__launch_bounds__({threads}) " if threads is not None else ""
+        lines = [f'extern "C" __global__ void {bounds}{self.part.name}({", ".join(params)}) '
+                 '{']
         # one array per shared buffer, at the top: a block has one copy whatever scope
         # declares it, and copies of its allocation (unrolled loops) must not add more
         for b, extent in shared_arrays(self.part.body).values():
