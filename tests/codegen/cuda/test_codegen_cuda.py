@@ -39,7 +39,8 @@ def test_elementwise_with_a_symbolic_size_and_a_tail_block():
     mod = te.build(s, [A, B, C], target="cuda")
     src = mod.get_source()
     assert 'extern "C" __global__ void __launch_bounds__(64) main_kernel0(' \
-           'const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int n)' in src
+           'const float* __restrict__ A, const float* __restrict__ B, ' \
+           'float* __restrict__ C, int n)' in src
     assert "const int i_outer = ((int)blockIdx.x);" in src
     assert "const int i_inner = ((int)threadIdx.x);" in src
     assert "te_floordiv" not in src   # the helpers come only where a kernel uses them
