@@ -61,8 +61,9 @@ def find_nvcc() -> str | None:
     return shutil.which("nvcc")
 
 
-def compile_ptx(source: str, arch: str = DEFAULT_ARCH) -> str:
-    """PTX text of `source` for `arch` (sm_XX); RuntimeBuildError with nvcc's message."""
+def compile_ptx(source: str, arch: str = DEFAULT_ARCH, fast_math: bool = False) -> str:
+    """PTX text of `source` for `arch` (sm_XX), with nvcc's --use_fast_math if `fast_math`;
+    RuntimeBuildError with nvcc's message."""
     nvcc = find_nvcc()
     if nvcc is None:
         raise RuntimeBuildError("nvcc is not on PATH; install the CUDA toolkit to compile "
@@ -72,6 +73,7 @@ def compile_ptx(source: str, arch: str = DEFAULT_ARCH) -> str:
         with open(src, "w") as handle:
             handle.write(source)
         command = [nvcc, "--ptx", f"-arch={arch}", "-o", out, src]
+        command += ["--use_fast_math"] if fast_math else []
         try:
             result = subprocess.run(command, capture_output=True, text=True,
                                     timeout=NVCC_TIMEOUT_S)

@@ -36,7 +36,7 @@ def build_cuda(func: PrimFunc, signature: runtime.KernelSignature,
     else:
         arch = target.get("arch", rt_cuda.DEFAULT_ARCH)
         try:
-            ptx = rt_cuda.compile_ptx(source.text, arch)
+            ptx = rt_cuda.compile_ptx(source.text, arch, target.fast_math)
             resources = resource_usage(ptx, arch) or {}
         except (runtime.RuntimeBuildError, RuntimeError) as err:
             raise BuildError(f"te.build: target 'cuda': {err}") from None

@@ -2,8 +2,8 @@
 lowering and code generation below te.build need to know about it.
 
 Takes a target string ("llvm", "llvm -mcpu=NAME -mattr=+f1,-f2 -opt-level=N -num-cores=N",
-"cuda", "cuda -arch=sm_80") or a Target; gives a frozen Target that travels down the one
-road (te/lower/pipeline.py, te/codegen/) as a parameter. The numbers it carries (the index
+"cuda", "cuda -arch=sm_80 -fast-math") or a Target; gives a frozen Target that travels down
+the one road (te/lower/pipeline.py, te/codegen/) as a parameter. The numbers it carries (the index
 limit, CUDA's launch limits and C types) are defined once, in runtime/, which checks them
 again at call time; te/lower/ and te/codegen/ never import runtime for them. Imports
 llvmlite (the host's CPU features) and runtime.
@@ -27,7 +27,11 @@ from runtime.checker import INDEX_LIMIT
 from .errors import BuildError
 
 # The options each target kind takes (-key=value).
-TARGET_OPTIONS = {"llvm": ("mcpu", "mattr", "num-cores", "opt-level"), "cuda": ("arch",)}
+TARGET_OPTIONS = {"llvm": ("mcpu", "mattr", "num-cores", "opt-level"),
+                  "cuda": ("arch", "fast-math")}
+# Of those, the on/off ones: a bare -key turns one on (TVM's "llvm -fast-math" spelling), or
+# -key=true|false|1|0; the parsed value is "true" or "false".
+FLAG_OPTIONS = ("fast-math",)
 
 AVX512_PREREQUISITES = {"avx2", "fma", "f16c", "avx", "sse4.2", "sse4.1", "ssse3", "sse3",
                         "sse2", "sse"}
@@ -89,6 +93,11 @@ class Target:
     @property
     def arch(self) -> str | None:
         return self.get("arch")
+
+    @property
+    def fast_math(self) -> bool:
+        """-fast-math: CUDA's fast intrinsics (__expf, ...) and nvcc's --use_fast_math."""
+        return self.get("fast-math") == "true"
 
     def with_host(self, host=None) -> Target:
         """This target with `host` (a string or Target) as its host target."""
@@ -171,9 +180,17 @@ def _options(target: str, who: str) -> dict:
                          f"'cuda')")
     allowed = TARGET_OPTIONS[out["kind"]]
     for w in words[1:]:
+        if w.startswith("-") and "=" not in w and w.lstrip("-") in FLAG_OPTIONS \
+                and w.lstrip("-") in allowed:
+            w += "=true"
         if not w.startswith("-") or "=" not in w:
             raise BuildError(f"{who}: target option {w!r} must look like -key=value")
         k, v = w.lstrip("-").split("=", 1)
+        if k in FLAG_OPTIONS and k in allowed:
+            if v.lower() not in ("true", "false", "1", "0"):
+                raise BuildError(f"{who}: target option -{k}: expected true, false, 1 or 0 "
+                                 f"(or -{k} alone for true), got {v!r}")
+            v = "true" if v.lower() in ("true", "1") else "false"
         if k not in allowed:
             raise BuildError(f"{who}: unknown target option -{k} for '{out['kind']}' "
                              f"(expected {', '.join('-' + a for a in allowed)})")

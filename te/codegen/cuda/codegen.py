@@ -74,6 +74,10 @@ _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "
          "sin": "sin", "cos": "cos", "log2": "log2", "log10": "log10", "exp2": "exp2",
          "pow": "pow", "abs": "fabs", **{n: n for n in (
              "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")}}
+# -fast-math: float32 intrinsic -> CUDA's fast (approximate) version, as TVM's CUDA target
+# maps exp to __expf.
+_FAST_MATH = {"exp": "__expf", "log": "__logf", "log2": "__log2f", "log10": "__log10f",
+              "sin": "__sinf", "cos": "__cosf", "tan": "__tanf", "pow": "__powf"}
 # Names generated code must not take: C++ keywords, what CUDA and the emulator define, the
 # math functions and macros kernels call.
 _RESERVED = frozenset("""
@@ -115,7 +119,7 @@ def generate_cuda(func: PrimFunc, plan: DevicePlan, target) -> CudaSource:
     order = {b.data: k for k, b in enumerate(buffers)}
     parts, kernels = [], []
     for part in plan.kernels:
-        gen = _KernelGen(part, target.c_types)
+        gen = _KernelGen(part, target.c_types, target.fast_math)
         text, params = gen.kernel(sorted(part.buffers, key=lambda b: order[b.data]),
                                   part.scalars)
         parts.append(text)
@@ -161,9 +165,10 @@ def block_threads(part: KernelPart) -> int | None:
 class _KernelGen:
     """Emits one kernel; owns its table of C names."""
 
-    def __init__(self, part: KernelPart, c_types):
+    def __init__(self, part: KernelPart, c_types, fast_math: bool = False):
         self.part = part
         self.c_types = c_types
+        self.fast_math = fast_math
         self.names: dict = {}
         self.taken = NameTable(_RESERVED)
         self.stored = stored_buffers(part.body)
@@ -405,9 +410,13 @@ class _KernelGen:
             raise BuildError(f"te.build: target 'cuda' does not support {e.name} on "
                              f"{e.dtype} yet")
         suffix = "f" if e.dtype == "float32" else ""
+        fast = self.fast_math and e.dtype == "float32"
         if e.name == "sigmoid":
             one = c_literal(E.const(1.0, e.dtype), self.c_types)
-            return f"({one} / ({one} + exp{suffix}(-{args[0]})))"
+            exp = "__expf" if fast else f"exp{suffix}"
+            return f"({one} / ({one} + {exp}(-{args[0]})))"
+        if fast and e.name in _FAST_MATH:
+            return f"{_FAST_MATH[e.name]}({', '.join(args)})"
         if e.name not in _MATH:
             raise BuildError(f"te.build: target 'cuda' has no intrinsic {e.name!r}")
         return f"{_MATH[e.name]}{suffix}({', '.join(args)})"

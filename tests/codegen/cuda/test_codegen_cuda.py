@@ -654,7 +654,7 @@ def test_an_unbound_outer_loop_runs_in_every_thread():
     ("cuda -arch=80", r"^te.build: target option -arch: expected sm_XX such as sm_80, got "
                       r"'80'$"),
     ("cuda -mcpu=skylake", r"^te.build: unknown target option -mcpu for 'cuda' \(expected "
-                           r"-arch\)$"),
+                           r"-arch, -fast-math\)$"),
 ])
 def test_bad_cuda_target_options(target, message):
     A, C, s = _unbound()
