@@ -1,9 +1,9 @@
 """The CPU JIT: LLVM IR text -> optimized native code in this process (llvmlite MCJIT).
 
-Takes LLVM IR text; gives compile_llvm(), is_known_cpu(), missing_host_features() and CpuLibrary
-(function addresses, optimized IR, assembly, a relocatable object for export). Every external
-function the IR declares must resolve: MCJIT would otherwise jump to address 0 at call time.
-Imports llvmlite and runtime.errors / runtime.threadpool.
+Takes LLVM IR text; gives compile_llvm(), CpuLibrary (addresses, IR, assembly, objects), host
+CPU queries, emit_object() and prefix_symbols() (kernels linked into one library). Every
+declared external function must resolve: MCJIT would otherwise jump to address 0 when called.
+Imports llvmlite and runtime.errors / runtime.packed / runtime.threadpool.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from functools import lru_cache
 import llvmlite.binding as llvm
 from llvmlite.binding.newpassmanagers import NewPassManager
 
-from . import threadpool
+from . import packed, threadpool
 from .errors import RuntimeBuildError
 
 _init_lock = threading.Lock()
@@ -36,8 +36,12 @@ def _ensure_initialized() -> None:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         llvm.initialize_native_asmparser()
-        # Kernels may call GOMP_*/omp_* and libm; make both visible to the JIT's resolver.
-        threadpool.load()
+        # Kernels may call GOMP_*/omp_*, libm and __te_call_packed; make them all visible
+        # to the JIT's resolver (libgomp is loaded once, by threadpool, which reads the spin
+        # settings; this second load only adds it to LLVM's search).
+        if threadpool.load():
+            llvm.load_library_permanently(threadpool.LIBGOMP_NAME)
+        packed.register_symbol()
         if llvm.address_of_symbol("expf") is None:
             libm = ctypes.util.find_library("m") or "libm.so.6"
             llvm.load_library_permanently(libm)
@@ -268,6 +272,18 @@ def emit_object(ll_text: str, cpu: str | None = None, features: str | None = Non
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
     return tm.emit_object(module)
+
+
+def prefix_symbols(ll_text: str, prefix: str) -> str:
+    """IR text with every function and global it defines renamed `prefix` + name (what it
+    only declares, libm's or libgomp's, untouched): kernels compiled apart, each with its
+    own helpers, link into one library without two symbols of one name."""
+    _ensure_initialized()
+    module = _parse(ll_text)
+    for value in list(module.functions) + list(module.global_variables):
+        if not value.is_declaration and not value.name.startswith("llvm."):
+            value.name = prefix + value.name
+    return str(module)
 
 
 def emit_assembly(ll_text: str, cpu: str | None = None, features: str | None = None,

@@ -3,7 +3,7 @@
 Takes a CpuLibrary (JIT) or a shared library path; gives Module (check arguments, call through
 ctypes, time, show source, export a .so) and load_module(). An exported .so carries its own
 signature (`__te_signature`, JSON) and IR text (`__te_source_ll`): the file alone is enough.
-Writes and reads regular files only. Imports numpy, llvmlite (via cpu) and runtime modules.
+Reads and writes regular files only. Imports numpy, runtime (runtime.cpu only to export).
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from typing import Any, Callable, NoReturn, Protocol
 
-from . import cpu, elf, threadpool
+from . import elf, threadpool
 from .checker import ArgumentChecker
 from .errors import RuntimeBuildError
 from . import packed
@@ -180,13 +181,14 @@ class Module:
         if fmt == "ll":
             return self._source_ll()
         if fmt in ("asm", "s"):
-            if isinstance(self.library, cpu.CpuLibrary):
+            if _is_jit(self.library):
                 return self.library.asm
+            from . import cpu
             return cpu.emit_assembly(self._source_ll())
         raise ValueError(f"fmt: expected 'll', 'asm' or 's', got {fmt!r}")
 
     def _source_ll(self) -> str:
-        if isinstance(self.library, cpu.CpuLibrary):
+        if _is_jit(self.library):
             return self.library.ll
         if "ll" in self._sources:
             return self._sources["ll"]
@@ -214,12 +216,13 @@ class Module:
                              f"or 's'), got {path!r}")
 
     def _object_with_metadata(self) -> bytes:
-        if not isinstance(self.library, cpu.CpuLibrary):
+        if not _is_jit(self.library):
             raise TypeError(f"cannot write an object file of a module backed by "
                             f"{type(self.library).__name__}; export_library copies its library")
         metadata_ll = _string_globals_ir({
             SIGNATURE_SYMBOL: self.signature.to_json(), SOURCE_SYMBOL: self.library.ll,
         })
+        from . import cpu
         lib = self.library
         return cpu.emit_object(lib.ll + "\n" + metadata_ll, lib.cpu, lib.features, lib.opt_level)
 
@@ -237,8 +240,9 @@ class Module:
                 raise TypeError(f"cannot export library '{self.library.path}' opened by name")
             _replace_atomically(path, lambda tmp_path: _write_file(tmp_path, self.library.image))
             return
-        if not isinstance(self.library, cpu.CpuLibrary):
+        if not _is_jit(self.library):
             raise TypeError(f"cannot export a module backed by {type(self.library).__name__}")
+        from . import cpu
         metadata_ll = _string_globals_ir({
             SIGNATURE_SYMBOL: self.signature.to_json(), SOURCE_SYMBOL: self.library.ll,
         })
@@ -262,6 +266,13 @@ class Module:
             "process; write it with module.export_library(path) and load it with "
             "runtime.load_module(path) instead"
         )
+
+
+def _is_jit(library) -> bool:
+    """Whether `library` is runtime.cpu's CpuLibrary (without importing LLVM to ask: no
+    CpuLibrary exists before runtime.cpu is imported)."""
+    cpu = sys.modules.get(__package__ + ".cpu")
+    return cpu is not None and isinstance(library, cpu.CpuLibrary)
 
 
 def _refuse(message: str) -> Callable[..., int]:

@@ -2,8 +2,8 @@
 
 register_func / get_global_func keep the registry; native __te_call_packed(spec, slots),
 which generated code calls, passes a function NDArrays viewing the kernel's buffers (no
-copy) and scalars; what it raises, the module re-raises (PACKED_STATUS). Imports numpy,
-llvmlite and ndarray."""
+copy) and scalars; what it raises, the module re-raises (PACKED_STATUS); register_symbol()
+(runtime.cpu's, before the first JIT compile) gives LLVM its address. Imports numpy, ndarray."""
 from __future__ import annotations
 
 import ctypes
@@ -11,7 +11,6 @@ import threading
 from typing import Callable
 
 import numpy as np
-from llvmlite import binding as llvm
 
 from .ndarray import NDArray
 
@@ -123,4 +122,9 @@ def _call(spec: bytes, slots) -> int:
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p,
                              ctypes.POINTER(ctypes.c_int64))(_call)
-llvm.add_symbol(SYMBOL, ctypes.cast(_CALLBACK, ctypes.c_void_p).value)
+
+
+def register_symbol() -> None:
+    """Make SYMBOL resolvable by the JIT (cheap; LLVM keeps the last address given)."""
+    from llvmlite import binding as llvm
+    llvm.add_symbol(SYMBOL, ctypes.cast(_CALLBACK, ctypes.c_void_p).value)

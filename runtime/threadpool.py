@@ -1,9 +1,9 @@
 """The native thread pool behind `parallel` loops: libgomp, loaded once per process.
 
-Takes nothing; gives load() (makes GOMP_parallel / omp_* resolvable by the JIT),
+Takes nothing; gives load() (libgomp with global symbols; runtime.cpu shows them to the JIT),
 parallel_available(), num_threads() and set_num_threads(). libgomp is not fork-safe, so a
 fork()ed child runs parallel loops on 1 thread (its parent's pool threads do not exist there);
-use `spawn` or `forkserver` workers for parallel speed in children. Imports stdlib and llvmlite.
+use `spawn` or `forkserver` workers for parallel speed in children. Imports stdlib only.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import contextlib
 import ctypes
 import os
 import threading
-
-import llvmlite.binding as llvm
 
 LIBGOMP_NAME = "libgomp.so.1"
 MAX_THREADS = 1024
@@ -43,11 +41,11 @@ def load() -> bool:
         if _loaded:
             return _libgomp is not None
         try:
-            # Permanent load puts GOMP_* into the JIT's symbol search; the CDLL is the same
-            # dlopen handle, used to call the omp_* setters from Python.
+            # Global, so that libraries loaded later resolve GOMP_* against this copy (and
+            # runtime.cpu adds it to the JIT's symbol search); libgomp reads its environment
+            # once, at this first load.
             with _environment(spin_env(os.environ)):
-                llvm.load_library_permanently(LIBGOMP_NAME)
-            lib = ctypes.CDLL(LIBGOMP_NAME)
+                lib = ctypes.CDLL(LIBGOMP_NAME, mode=ctypes.RTLD_GLOBAL)
         except (OSError, RuntimeError):
             lib = None
         if lib is not None:
