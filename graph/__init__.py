@@ -3,21 +3,49 @@
 Build a Graph in Python (graph.input, graph.constant, graph.add, graph.nn.conv2d, ...) or
 import one from ONNX (graph.from_onnx), print it, compile it (graph.compile; its kernels
 are kept in a compile cache on disk: graph.cache_info, graph.clear_cache) and run it
-(m.run(feeds)). Re-exports only; imports te's public API and runtime, never the reverse.
+(m.run(feeds)); an O2 module's export_library(path) writes it for graph.load_module(path).
+`import graph` itself imports only load_module's side (graph.loaded: numpy and runtime, no
+te, no LLVM); every other name comes from graph.api, imported (with te) on first use.
 """
-from . import nn
-from .builder import (BINARY_FUNCTIONS, REDUCE_FUNCTIONS, UNARY_FUNCTIONS, apply, constant,
-                      input)
-from .cache import cache_info, clear_cache
-from .compile import compile
-from .errors import FeedError, GraphError, UnsupportedError
-from .frontend import from_onnx
-from .ir import Graph, Node, Value
-from .memory import plan_memory
-from .ops import OPS, OpDef, Pattern
-from .transform import (cast, clip, concatenate, expand, flatten, pad, reshape, slice, split,
-                        resize, squeeze, take, tile, transpose, unsqueeze, where)
+import sys
+import types
+from importlib import import_module
+from importlib.util import find_spec
 
-globals().update(UNARY_FUNCTIONS)    # graph.relu, graph.exp, graph.gelu, ...
-globals().update(BINARY_FUNCTIONS)   # graph.add, graph.multiply, graph.less, ...
-globals().update(REDUCE_FUNCTIONS)   # graph.reduce_sum, graph.reduce_mean, ...
+from .loaded import load_module
+
+
+# graph.api's names that are also submodules' names (tests/graph/test_graph_export.py
+# checks the list): graph.<name> is graph.api's, never the submodule.
+API_OVER_SUBMODULE = ("compile",)
+
+
+class _Package(types.ModuleType):
+    """The graph package: a submodule's name gives the submodule, any other name graph.api's
+    (imported then, with te)."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(f"module 'graph' has no attribute {name!r}")
+        if name not in API_OVER_SUBMODULE and find_spec(f"graph.{name}") is not None:
+            value = import_module(f"graph.{name}")  # `from . import cache` in graph itself
+        else:
+            try:
+                value = getattr(import_module("graph.api"), name)
+            except AttributeError:
+                raise AttributeError(f"module 'graph' has no attribute {name!r}") from None
+        types.ModuleType.__setattr__(self, name, value)
+        return value
+
+    def __setattr__(self, name: str, value) -> None:
+        # importing submodule graph.compile sets graph.compile to it: the function of
+        # that name (graph.api's) must stay what graph.compile gives
+        if name in API_OVER_SUBMODULE and isinstance(value, types.ModuleType):
+            return
+        types.ModuleType.__setattr__(self, name, value)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(dir(import_module("graph.api"))))
+
+
+sys.modules[__name__].__class__ = _Package

@@ -1,7 +1,8 @@
 """The errors the graph layer raises on purpose, all te.TEError subclasses.
 
-Imports te.errors only.
+Imports te.errors and runtime.errors only.
 """
+from runtime.errors import ArgumentError
 from te.errors import TEError
 
 
@@ -21,6 +22,7 @@ class UnsupportedError(GraphError):
         self.constant_inputs = list(constant_inputs)
 
 
-class FeedError(GraphError):
+class FeedError(GraphError, ArgumentError):
     """Inputs given to a compiled graph's run(): a missing or unknown name, a wrong shape or
-    dtype."""
+    dtype. A runtime.ArgumentError too: a model loaded by graph.load_module (which imports
+    no te) raises that class, with the same messages."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import FeedError
+from .errors import FeedError, GraphError
 from .ir import Graph, format_dim
 
 
@@ -118,6 +118,12 @@ class Module:
                                 f"{a.shape}")
             out.append(a if a.flags.c_contiguous else np.array(a, order="C"))
         return out
+
+    def export_library(self, path) -> None:
+        """Only level O2 builds the one native entry point a library can hold."""
+        raise GraphError(f"export_library: only a module compiled at level O2 can be exported "
+                         f"(this one is {self.level}: its kernels are dispatched from "
+                         f"Python); compile it with graph.compile(g, level='O2')")
 
     def __str__(self) -> str:
         lines = [f"module {self.graph.name} (level {self.level}, target {self.target}, "

@@ -10,8 +10,9 @@ run(feeds) checks the feeds once, allocates each output (the caller owns it; not
 is allocated per run) and makes one call. The arena is the module's own: runs of one module
 are serialized by a lock. run(feeds, keep=True) and profile() run the steps from Python as at
 O1 (the values inside the arena do not outlive a native run).
-Imports numpy, runtime (the JIT, data_pointer) and graph.{errors,executor,kernels,memory,
-plan}.
+export_library writes the model for graph.load_module (graph/export.py, graph/loaded.py).
+Imports numpy, runtime (the JIT, data_pointer) and graph.{errors,executor,export,kernels,
+memory,plan}.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from runtime.checker import data_pointer
 
 from .errors import GraphError
 from .executor import Module
+from .export import export_library
 from .kernels import Kernel
 from .memory import pointwise_ops
 from .plan import ALIGNMENT, PlanStep, plan
@@ -175,6 +177,12 @@ class O2Module(Module):
                       f"fail{k}:", f"  store i32 {k}, ptr %failed", f"  ret i32 %s{k}",
                       f"ok{k}:"]
         return "\n".join(lines + ["  ret i32 0", "}", ""])
+
+    def export_library(self, path) -> None:
+        """Write this model to the shared library `path` and its weights to the sidecar
+        `path + '.weights'` (graph/export.py); graph.load_module(path) runs it again, in a
+        process that imports neither te nor onnx nor LLVM."""
+        export_library(self, path)
 
     def __str__(self) -> str:
         lines = [f"module {self.graph.name} (level O2, target {self.target}, "

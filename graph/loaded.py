@@ -1,0 +1,222 @@
+"""graph.load_module: an O2 model exported by export_library (graph/export.py), run again.
+
+The library holds the kernels and graph_run (the O2 driver, over an arena and the weights
+given as arguments) and its description (`__graph_model`, JSON); the weights are a sidecar,
+`<library>.weights`, checked against the size and SHA-256 the library records. Imports
+numpy and runtime only: a process that loads a model imports neither te nor onnx nor LLVM.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import threading
+
+import numpy as np
+
+from runtime import threadpool
+from runtime.checker import data_pointer
+from runtime.errors import ArgumentError, RuntimeBuildError
+from runtime.module import SharedLibrary
+
+MODEL_SYMBOL = "__graph_model"
+FORMAT = "te-graph-o2"
+VERSION = 1
+ENTRY = "graph_run"
+WEIGHTS_SUFFIX = ".weights"
+WEIGHTS_MAGIC = b"te graph weights"  # 16 bytes, then the payload's size (u64), padding
+WEIGHTS_HEADER = 64                   # bytes before the payload (its offsets are aligned)
+ALIGNMENT = 64
+RECORD_FIELDS = 3  # a bounds-checked kernel's error record (runtime.signature)
+# i32 graph_run(ptr inputs, ptr outputs, ptr failed, ptr arena, ptr weights, ptr records)
+_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, *[ctypes.c_void_p] * 6)
+
+
+def load_module(path) -> "LoadedModule":
+    """The model a graph O2 module's export_library(path) wrote, ready to run(feeds)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"graph.load_module: path must be a str or os.PathLike, got "
+                        f"{type(path).__name__}")
+    return LoadedModule(os.path.abspath(os.fspath(path)))
+
+
+def weights_path(path: str) -> str:
+    return path + WEIGHTS_SUFFIX
+
+
+def aligned_array(nbytes: int) -> np.ndarray:
+    """A zeroed uint8 array of `nbytes` starting at an ALIGNMENT boundary."""
+    raw = np.zeros(nbytes + ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start:start + nbytes]
+
+
+class LoadedModule:
+    """A model loaded by graph.load_module: run(feeds) as graph's O2 Module's run (the same
+    checks and messages; bad feeds raise runtime.ArgumentError, which graph.FeedError
+    subclasses), one native call per run over this module's own arena."""
+
+    def __init__(self, path: str):
+        threadpool.load()  # libgomp with the default thread count, before any kernel runs
+        where = f"graph.load_module: '{path}'"
+        self.path = path
+        self._library = SharedLibrary(path)
+        text = self._library.read_string(MODEL_SYMBOL)
+        if text is None:
+            raise RuntimeBuildError(f"{where} is not a model written by graph's "
+                                    f"export_library (it has no {MODEL_SYMBOL} symbol; a "
+                                    f"single kernel's library loads with runtime.load_module)")
+        meta = json.loads(text)
+        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+            raise RuntimeBuildError(f"{where} was written in format {meta.get('format')!r} "
+                                    f"version {meta.get('version')!r}; this runtime reads "
+                                    f"{FORMAT!r} version {VERSION}: export it again")
+        self.name = meta["name"]
+        self.arena_bytes = meta["arena_bytes"]
+        self.weights_bytes = meta["weights"]["bytes"]
+        self._weights = _read_weights(path, meta["weights"])
+        self.arena = aligned_array(self.arena_bytes)
+        self._calls = meta["calls"]  # [(kernel name, bounds-checked)]
+        self._records = np.zeros((max(1, len(self._calls)), RECORD_FIELDS), np.int64)
+        self._inputs_meta = meta["inputs"]  # [(name, dtype, shape, type text)]
+        self._specs = [(name, np.dtype(dtype), tuple(shape))
+                       for name, dtype, shape, _ in self._inputs_meta]
+        self._constants = [self._weights[o:o + _nbytes(d, s)].view(d).reshape(s)
+                           for o, d, s in meta["constants"]]
+        self._outputs = meta["outputs"]    # [(name, shape, how)]
+        n_in, n_out = len(self._specs), len(self._outputs)
+        self._pointers = (ctypes.c_void_p * max(1, n_in + n_out))()
+        self._failed = ctypes.c_int32(-1)
+        base = ctypes.addressof(self._pointers)
+        self._entry_args = (base, base + n_in * ctypes.sizeof(ctypes.c_void_p),
+                            ctypes.addressof(self._failed), self.arena.ctypes.data,
+                            self._weights.ctypes.data, self._records.ctypes.data)
+        self._entry = _ENTRY_TYPE(self._library.get_function_address(meta["entry"]))
+        self._lock = threading.Lock()
+
+    @property
+    def input_names(self) -> list:
+        return [name for name, _, _ in self._specs]
+
+    @property
+    def output_names(self) -> list:
+        return [name for name, _, _ in self._outputs]
+
+    def run(self, feeds: dict) -> list:
+        """The outputs, fresh arrays in the graph's output order."""
+        inputs = self._inputs(feeds)
+        outs = [np.empty(how[1], how[2]) if how[0] == "new" else None
+                for _, _, how in self._outputs]
+        n_in = len(inputs)
+        with self._lock:  # the pointer array and the arena are the module's, one run at once
+            pointers = self._pointers
+            for k, a in enumerate(inputs):
+                pointers[k] = data_pointer(a)
+            for k, a in enumerate(outs):
+                if a is not None:
+                    pointers[n_in + k] = data_pointer(a)
+            status = self._entry(*self._entry_args)
+            if status:
+                self._raise(status)
+        for k, (_, shape, how) in enumerate(self._outputs):
+            if outs[k] is None:
+                # as O2Module.run: a view of another output shares its array, an input's or
+                # a constant's memory is copied (the caller owns what run returns)
+                source = {"output": outs, "input": inputs, "constant": self._constants}
+                a = source[how[0]][how[1]].reshape(shape)
+                outs[k] = a if how[0] == "output" else np.array(a)
+        return outs
+
+    def _inputs(self, feeds) -> list:
+        if type(feeds) is dict and len(feeds) == len(self._specs):
+            inputs = []
+            for name, dtype, shape in self._specs:
+                a = feeds.get(name)
+                if (type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape
+                        or not a.flags.c_contiguous):
+                    break
+                inputs.append(a)
+            else:
+                return inputs
+        return self._check(feeds)
+
+    def _check(self, feeds) -> list:
+        """The feeds checked with graph.executor.Module._check's messages (a test pins that
+        both say the same)."""
+        if not isinstance(feeds, dict):
+            raise ArgumentError(f"run: feeds must be a dict of input name -> array, got "
+                                f"{type(feeds).__name__}")
+        names = [m[0] for m in self._inputs_meta]
+        unknown = [k for k in feeds if k not in names]
+        if unknown:
+            raise ArgumentError(f"run: unknown input {unknown[0]!r}; the graph's inputs are "
+                                f"{names}")
+        out = []
+        for name, dtype, shape, type_text in self._inputs_meta:
+            if name not in feeds:
+                raise ArgumentError(f"run: missing input '{name}' ({type_text}); the graph's "
+                                    f"inputs are {names}")
+            a = np.asarray(feeds[name])
+            if a.dtype.name != dtype:
+                raise ArgumentError(f"run: input '{name}' must have dtype {dtype}, got "
+                                    f"{a.dtype.name}")
+            if a.shape != tuple(shape):
+                want = "(" + ", ".join(str(d) for d in shape) + ")"
+                raise ArgumentError(f"run: input '{name}' must have shape {want}, got "
+                                    f"{a.shape}")
+            out.append(a if a.flags.c_contiguous else np.array(a, order="C"))
+        return out
+
+    def _raise(self, status: int) -> None:
+        k = self._failed.value
+        name, checked = self._calls[k]
+        detail = ""
+        if checked:
+            code, index, extent = (int(x) for x in self._records[k])
+            detail = f" (bounds record: code {code}, index {index}, extent {extent})"
+        raise RuntimeError(f"graph O2 run: kernel '{name}' (call {k} of {len(self._calls)}) "
+                           f"failed with status {status}{detail}")
+
+    def __str__(self) -> str:
+        return (f"module {self.name} (level O2, loaded from '{self.path}', {len(self._calls)} "
+                f"calls, arena {self.arena_bytes} bytes, weights {self.weights_bytes} bytes)")
+
+
+def _nbytes(dtype: str, shape) -> int:
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def _read_weights(path: str, expected: dict) -> np.ndarray:
+    """The payload of `path`'s weights file, read into aligned memory and checked against
+    the size and SHA-256 the library records."""
+    wpath = weights_path(path)
+    where = f"graph.load_module: '{path}'"
+    try:
+        handle = open(wpath, "rb")
+    except FileNotFoundError:
+        raise RuntimeBuildError(f"{where} needs its weights file '{wpath}', which does not "
+                                f"exist (export_library writes it beside the library: copy "
+                                f"or move both)") from None
+    except OSError as error:
+        raise RuntimeBuildError(f"{where}: cannot read its weights file '{wpath}' "
+                                f"({error.strerror})") from None
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        want = WEIGHTS_HEADER + expected["bytes"]
+        header = handle.read(WEIGHTS_HEADER)
+        if header[:len(WEIGHTS_MAGIC)] != WEIGHTS_MAGIC:
+            raise RuntimeBuildError(f"{where}: '{wpath}' is not a weights file written by "
+                                    f"export_library (no '{WEIGHTS_MAGIC.decode()}' header)")
+        if size != want:
+            raise RuntimeBuildError(f"{where}: its weights file '{wpath}' has {size} bytes, "
+                                    f"expected {want}: it is truncated or from another "
+                                    f"export; export the model again")
+        weights = aligned_array(expected["bytes"])
+        if handle.readinto(memoryview(weights)) != expected["bytes"]:
+            raise RuntimeBuildError(f"{where}: its weights file '{wpath}' ended early")
+    if hashlib.sha256(weights).hexdigest() != expected["sha256"]:
+        raise RuntimeBuildError(f"{where}: its weights file '{wpath}' does not match the "
+                                f"library (SHA-256 differs): it is corrupt or from another "
+                                f"export; export the model again")
+    return weights
