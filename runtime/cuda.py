@@ -6,10 +6,12 @@ for running the same source on the CPU (cuda_emulator.py). Imports numpy and run
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
 import tempfile
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, NoReturn
 
@@ -102,6 +104,8 @@ class CudaModule:
         self._ptx_missing = ptx_missing
         self._checker = ArgumentChecker(signature)
         self._backend = backend
+        # (sizes, blocks=, iterations=) -> a memory access report; te.build sets it
+        self.memory_analysis: Callable | None = None
 
     @property
     def entry_name(self) -> str:
@@ -122,8 +126,38 @@ class CudaModule:
         kernel without barriers cannot show, as its threads run one after another."""
         from .cuda_emulator import EmulatorBackend
         backend = EmulatorBackend(self.source, self.kernels, self._param_types())
-        return CudaModule(self.signature, self.source, self.kernels, self.temporaries,
-                          self.launch_plan, self.ptx, self._ptx_missing, backend)
+        emulated = CudaModule(self.signature, self.source, self.kernels, self.temporaries,
+                              self.launch_plan, self.ptx, self._ptx_missing, backend)
+        emulated.memory_analysis = self.memory_analysis
+        emulated.lowered = getattr(self, "lowered", None)
+        return emulated
+
+    @property
+    def emulated(self) -> bool:
+        """Whether calls run in the CPU emulator (emulator()) rather than on a GPU."""
+        from .cuda_emulator import EmulatorBackend
+        return isinstance(self._backend, EmulatorBackend)
+
+    def memory_report(self, *args: Any, blocks: int | None = 3,
+                      iterations: int | None = 8):
+        """How the kernels use memory, from their addresses traced on the CPU (no GPU
+        needed): per kernel and buffer, the warp requests to global memory with the 32-byte
+        sectors they touch against the fewest needed (coalescing), and to shared memory
+        with their bank conflicts. `args`: a call's arguments, needed where the shapes have
+        size variables. blocks: how many blocks of each grid to trace (first to last), None
+        for all; iterations: serial loops longer than this are sampled, None for none."""
+        if self.memory_analysis is None:
+            raise ValueError(f"module '{self.entry_name}' has no lowered function to analyse "
+                             f"(build it with te.build(..., target='cuda'))")
+        if args:
+            sizes = self._check(args)[1]
+        elif self.signature.scalars:
+            names = ", ".join(s.name for s in self.signature.scalars)
+            raise ValueError(f"memory_report of '{self.entry_name}': args: expected the "
+                             f"call's arguments, which give the sizes {names}; got none")
+        else:
+            sizes = ()
+        return self.memory_analysis(sizes, blocks=blocks, iterations=iterations)
 
     def __call__(self, *args: Any) -> None:
         arrays, sizes = self._check(args)
@@ -142,11 +176,20 @@ class CudaModule:
     def time_evaluator(self, func_name: str | None = None, dev: Any = None, number: int = 10,
                        repeat: int = 3, min_repeat_ms: float = 0) -> Callable[..., TimeResult]:
         """f(*args) -> TimeResult: seconds per call of the kernels alone, on data copied to
-        the device once (as TVM times device kernels); `dev` is accepted and ignored."""
+        the device once (as TVM times device kernels); `dev` is accepted and ignored. In
+        the emulator these are CPU emulation times: the result says so (its `emulated`)
+        and an EmulatedTimingWarning is raised when the evaluator is made."""
         if func_name is not None and func_name != self.entry_name:
             raise ValueError(f"func_name: expected '{self.entry_name}' (or None), got "
                              f"{func_name!r}")
         check_timing_parameters(number, repeat, min_repeat_ms)
+        emulated = self.emulated
+        if emulated:
+            warnings.warn(EmulatedTimingWarning(
+                f"time_evaluator of CUDA module '{self.entry_name}' in the emulator: the "
+                f"times are CPU emulation times, not GPU times (their TimeResult says "
+                f"emulated=True); use mod.memory_report() to judge the kernels' memory "
+                f"access without a GPU"), stacklevel=2)
 
         def evaluate(*args: Any) -> TimeResult:
             arrays, sizes = self._check(args)
@@ -158,8 +201,9 @@ class CudaModule:
                     launch()
                 backend.synchronize()
             try:
-                return time_function(run, number=number, repeat=repeat,
-                                     min_repeat_ms=min_repeat_ms)
+                result = time_function(run, number=number, repeat=repeat,
+                                       min_repeat_ms=min_repeat_ms)
+                return dataclasses.replace(result, emulated=True) if emulated else result
             finally:
                 backend.release(handles + temps)
         return evaluate
@@ -192,7 +236,8 @@ class CudaModule:
 
     def __repr__(self) -> str:
         args = ", ".join(f"{a.name}: {a.dtype}{list(a.shape)}" for a in self.signature.args)
-        return f"CudaModule({self.entry_name}({args}), {len(self.kernels)} kernel(s))"
+        where = ", emulated on the CPU" if self.emulated else ""
+        return f"CudaModule({self.entry_name}({args}), {len(self.kernels)} kernel(s){where})"
 
     # -- internals ---------------------------------------------------------------------
     def _check(self, args) -> tuple:
@@ -256,6 +301,10 @@ def _check_launch(entry: str, k: CudaKernel, grid: tuple, block: tuple) -> None:
                                f"CUDA's limits {limits}")
     if k.resources is not None and threads > 0:
         check_fits(f"'{entry}' ({kernel})", k.resources, threads)
+
+
+class EmulatedTimingWarning(RuntimeWarning):
+    """A time_evaluator of a CUDA module in the CPU emulator: its times are not GPU times."""
 
 
 # Where no GPU can run a module, what can: its results checked on the CPU.

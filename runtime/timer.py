@@ -25,6 +25,8 @@ class TimeResult:
     std: float
     min: float
     max: float
+    # True for a CUDA module in the CPU emulator: CPU emulation times, not GPU times
+    emulated: bool = False
 
     @classmethod
     def from_results(cls, results: tuple[float, ...]) -> TimeResult:
@@ -38,7 +40,8 @@ class TimeResult:
         return (
             f"TimeResult(median={self.median * 1e6:.2f} us, mean={self.mean * 1e6:.2f} us, "
             f"std={self.std * 1e6:.2f} us, min={self.min * 1e6:.2f} us, "
-            f"max={self.max * 1e6:.2f} us, repeats={len(self.results)})"
+            f"max={self.max * 1e6:.2f} us, repeats={len(self.results)}"
+            + (", emulated: CPU emulation time, not GPU time)" if self.emulated else ")")
         )
 
 

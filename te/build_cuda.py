@@ -7,9 +7,12 @@ whose launch plan evaluates the temporaries' sizes and each kernel's grid and bl
 from the size variables of a call. nvcc checks the source at build time when it is on PATH,
 and ptxas's resource use (registers, shared memory) is checked against the block size;
 without it the module keeps the source, can run emulated on the CPU, and says at a GPU call
-that nvcc is missing. Imports te.target, te.lower, te.codegen and runtime.
+that nvcc is missing; its memory_report() traces the kernels' addresses (te/lower/gpu_memory.py).
+Imports te.target, te.lower, te.codegen and runtime.
 """
 from __future__ import annotations
+
+import functools
 
 import runtime
 from runtime import cuda as rt_cuda
@@ -19,6 +22,7 @@ from .codegen.cuda.codegen import generate_cuda
 from .errors import BuildError
 from .lower import pipeline
 from .lower.func import PrimFunc
+from .lower.gpu_memory import memory_report
 from .lower.passes.device_split import BLOCK_TAGS, GRID_TAGS, evaluate_on_host
 from .target import Target
 
@@ -63,4 +67,5 @@ def build_cuda(func: PrimFunc, signature: runtime.KernelSignature,
     module = rt_cuda.CudaModule(signature, source.text, kernels, temporaries, launch_plan,
                                 ptx=ptx, ptx_missing=missing)
     module.lowered = func
+    module.memory_analysis = functools.partial(memory_report, func)
     return module

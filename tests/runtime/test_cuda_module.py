@@ -84,8 +84,11 @@ def test_each_block_axis_is_held_to_its_own_limit():
 def test_time_evaluator_times_the_kernels_and_checks_its_parameters():
     em = _module().emulator()
     a, c = rand_array((300,)), np.zeros(300, "float32")
-    result = em.time_evaluator(number=2, repeat=3)(a, c)
+    with pytest.warns(rt_cuda.EmulatedTimingWarning, match="CPU emulation times"):
+        evaluator = em.time_evaluator(number=2, repeat=3)
+    result = evaluator(a, c)
     assert len(result.results) == 3 and 0 < result.min <= result.median <= result.max
+    assert result.emulated   # CPU emulation time, and the result says so
     with pytest.raises(ValueError, match=r"^repeat: expected an integer >= 1, got 0$"):
         em.time_evaluator(repeat=0)
     with pytest.raises(ValueError, match=r"^func_name: expected 'main' \(or None\), got 'x'$"):
