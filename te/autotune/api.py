@@ -7,7 +7,9 @@ option classes TuneOptions and MeasureOptions, SplitEntity / OtherOptionEntity, 
 micro-kernel for templates, `.define_matmul_like` / `.schedule_matmul_like` (and
 `.panel_width`, the layout of weights packed ahead), and the
 conv2d strategy, `.conv2d_compute` / `.schedule_conv2d` (`.conv2d_tile`,
-`.conv2d_weight_tile`), and the pooling schedule `.schedule_pool2d`. Stays light at import
+`.conv2d_weight_tile`), and the pooling schedule `.schedule_pool2d`; `.session` runs a
+tuning loop in steps (over a `.LocalRunner`'s shared workers), and `.graph_key` is the
+workload key records of a compute graph are filed under. Stays light at import
 time (no numpy-heavy, optuna or xgboost imports): `import te` must stay fast; the tuning
 loop is imported when a tuning run starts.
 Imports conv2d, pool, dispatch, measure, micro_kernel, options, space, split, upgrade, workload.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from ..errors import ArgumentError, TuningInterrupted, TuningLogError
 from . import dispatch
-from .measure import MeasureOptions
+from .measure import LocalRunner, MeasureOptions
 from .conv2d import conv2d_compute, conv2d_tile, conv2d_weight_tile, schedule_conv2d
 from .pool import schedule_pool2d
 from .micro_kernel import define_matmul_like, panel_width, schedule_matmul_like
@@ -80,8 +82,10 @@ class _AutotuneAPI:
     SplitEntity = SplitEntity
     OtherOptionEntity = OtherOptionEntity
     upgrade_log = staticmethod(upgrade_log)
+    graph_key = staticmethod(graph_key)
     TuneOptions = TuneOptions
     MeasureOptions = MeasureOptions
+    LocalRunner = LocalRunner
     TuningInterrupted = TuningInterrupted
     TuningLogError = TuningLogError
 
@@ -97,6 +101,18 @@ class _AutotuneAPI:
         else:
             task = AutoTask(outputs, args)
         return tune(task, options)
+
+    def session(self, outputs, options: TuneOptions | None = None, *, args=None,
+                workers=None, **keywords):
+        """A te.autotune run in steps (tune.Session: resumed from `log` when made, then
+        .measure(n), .finish(), .close(); .result is the TuneResult): what graph.autotune
+        interleaves over the kernels of a model. `workers`: a te.autotune.LocalRunner
+        whose worker processes the session borrows."""
+        from .task import AutoTask
+        from .tune import Session, check_log
+        options = options_from_keywords(options, keywords)
+        check_log(options.log, "te.autotune")
+        return Session(AutoTask(outputs, args), options, workers=workers)
 
     def __repr__(self):
         return "te.autotune"

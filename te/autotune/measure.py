@@ -123,12 +123,16 @@ class _Worker:
 
 
 class LocalRunner:
-    """A pool of workers that measure jobs for one task (inputs + reference on disk)."""
+    """A pool of workers that measure jobs for one task (inputs + reference on disk).
+    `shared`: another LocalRunner whose workers this one uses (and leaves running when it
+    closes): each message names its task's directory, so the workers serve many tasks."""
 
-    def __init__(self, options: MeasureOptions | None = None):
+    def __init__(self, options: MeasureOptions | None = None,
+                 shared: LocalRunner | None = None):
         self.options = options or MeasureOptions()
         self.dir = tempfile.TemporaryDirectory(prefix="te-autotune-")
-        self.workers: list = []
+        self.workers: list = shared.workers if shared is not None else []
+        self._owns_workers = shared is None
         self.task: dict = {}
 
     def set_task(self, inputs: list, outputs: list, ref: Job) -> R.MeasureResult:
@@ -213,9 +217,10 @@ class LocalRunner:
         self.workers[w_idx] = self._spawn()
 
     def close(self) -> None:
-        for w in self.workers:
-            w.kill()
-        self.workers = []
+        if self._owns_workers:
+            for w in self.workers:
+                w.kill()
+            self.workers.clear()
         self.dir.cleanup()
 
     def __enter__(self):

@@ -84,16 +84,13 @@ def tune(task, options: TuneOptions) -> H.TuneResult:
     """Run the tuning loop on `task` as `options` say. Ctrl-C raises TuningInterrupted and
     a failed append to the log TuningLogError, each carrying the TuneResult so far, once
     the log holds whole records only and the workers are gone."""
-    if options.log is not None:
-        # the options hold a path; whether that file can be a log is decided as the run starts
-        try:
-            R.check_log_path(options.log)
-        except ValueError as err:
-            raise ArgumentError(f"te.autotune: {err}") from None
+    check_log(options.log, "te.autotune")
     result = H.TuneResult(task, options.target, estimate_flops(task.outputs), log=options.log)
     progress = _Progress(options.verbose, options.trials, result.flops)
     try:
-        _search(result, progress, options)
+        with Session(task, options, result=result) as session:
+            session.prepare()
+            _search(session, progress, options)
     except KeyboardInterrupt:
         raise TuningInterrupted(H.interrupted_text(result), result) from None
     finally:
@@ -101,41 +98,103 @@ def tune(task, options: TuneOptions) -> H.TuneResult:
     return result
 
 
-def _search(result: H.TuneResult, progress, options: TuneOptions) -> None:
-    """The loop of tune(): resume from the log, measure batches, re-measure the leaders."""
-    start = time.time()
-    task = result.task
-    version = package_version()
+def check_log(log, who: str) -> None:
+    """Refuse a `log` that cannot be a tuning log, before anything is measured."""
+    if log is not None:
+        # the options hold a path; whether that file can be a log is decided as the run starts
+        try:
+            R.check_log_path(log)
+        except ValueError as err:
+            raise ArgumentError(f"{who}: {err}") from None
+
+
+def _search(session: "Session", progress, options: TuneOptions) -> None:
+    """The loop of tune(): measure batches until a limit, then re-measure the leaders."""
+    result = session.result
     trials, timeout, early_stopping = options.trials, options.timeout, options.early_stopping
-    tuner_obj = make_tuner(options.tuner, task.space, task, options.seed)
-    H.resume(result, tuner_obj, task, result.log, result.target, version)
-    result.saved = len(result.history) if result.log else 0
-    parallel = runtime.parallel_available()
-    best_at = len(result.history)
-    best_time = result.best_time
-    new = 0
-    with LocalRunner(options.measure_option) as runner:
-        _set_reference(runner, task, parallel, options.seed)
-        while len(result.history) < trials and tuner_obj.has_next():
-            if timeout is not None and time.time() - start >= timeout:
-                break
-            if early_stopping is not None and len(result.history) - best_at >= early_stopping:
-                break
-            batch = tuner_obj.next_batch(min(options.batch_size, trials - len(result.history)))
-            if not batch:
-                break
-            res = _measure_batch(runner, task, batch, parallel, best_time)
-            for cfg, r in zip(batch, res):
-                trial = H.Trial(cfg.to_json_dict(), r)
-                result.history.append(trial)
-                H.save(result, trial, version, is_trial=True)
-                if r.ok and r.median < best_time:
-                    best_time, best_at = r.median, len(result.history)
-            tuner_obj.update(batch, res)
-            new += len(batch)
-            progress.show(result, new)
-        if new or not H.leaders_confirmed(result):
-            H.confirm_leaders(runner, task, result, parallel, version)
+    while len(result.history) < trials and not session.exhausted:
+        if timeout is not None and time.time() - session.start >= timeout:
+            break
+        if early_stopping is not None and \
+                len(result.history) - session.best_at >= early_stopping:
+            break
+        if not session.measure(min(options.batch_size, trials - len(result.history))):
+            break
+        progress.show(result, session.new)
+    session.finish()
+
+
+class Session:
+    """One task's tuning loop, a batch at a time: tune() runs it to its limits, and
+    graph.autotune interleaves the sessions of a model's kernels. Made, it has resumed
+    from the log (`result` holds the log's trials); measure(n) measures up to n new
+    configs, finish() re-measures the leaders. `workers`: a LocalRunner whose worker
+    processes this session borrows (its own inputs and reference stay its own)."""
+
+    def __init__(self, task, options: TuneOptions, workers: LocalRunner | None = None,
+                 result: H.TuneResult | None = None):
+        self.task, self.options = task, options
+        self.start = time.time()
+        self.result = result or H.TuneResult(task, options.target,
+                                             estimate_flops(task.outputs), log=options.log)
+        self.version = package_version()
+        self.tuner = make_tuner(options.tuner, task.space, task, options.seed)
+        H.resume(self.result, self.tuner, task, self.result.log, self.result.target,
+                 self.version)
+        self.result.saved = len(self.result.history) if self.result.log else 0
+        self.parallel = runtime.parallel_available()
+        self.best_at = len(self.result.history)
+        self.best_time = self.result.best_time
+        self.new = 0      # configs measured by this session (not resumed)
+        self.runner = LocalRunner(options.measure_option, shared=workers)
+        self._prepared = False
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether every config of the space has been measured."""
+        return not self.tuner.has_next()
+
+    def prepare(self) -> None:
+        """Give the workers the task (its inputs and reference outputs), once."""
+        if not self._prepared:
+            _set_reference(self.runner, self.task, self.parallel, self.options.seed)
+            self._prepared = True
+
+    def measure(self, n: int) -> int:
+        """Measure up to `n` configs the tuner proposes (logged and told as they come);
+        how many were measured: 0 when the tuner has none left."""
+        batch = self.tuner.next_batch(n)
+        if not batch:
+            return 0
+        self.prepare()
+        result = self.result
+        res = _measure_batch(self.runner, self.task, batch, self.parallel, self.best_time)
+        for cfg, r in zip(batch, res):
+            trial = H.Trial(cfg.to_json_dict(), r)
+            result.history.append(trial)
+            H.save(result, trial, self.version, is_trial=True)
+            if r.ok and r.median < self.best_time:
+                self.best_time, self.best_at = r.median, len(result.history)
+        self.tuner.update(batch, res)
+        self.new += len(batch)
+        return len(batch)
+
+    def finish(self) -> None:
+        """Re-measure the leaders (H.confirm_leaders) where new trials came, or where the
+        run that logged them stopped before this step."""
+        if self.new or not H.leaders_confirmed(self.result):
+            self.prepare()
+            H.confirm_leaders(self.runner, self.task, self.result, self.parallel,
+                              self.version)
+
+    def close(self) -> None:
+        self.runner.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _set_reference(runner, task, parallel: bool, seed) -> None:
