@@ -3,7 +3,8 @@
 Build a Graph in Python (graph.input, graph.constant, graph.add, graph.nn.conv2d, ...) or
 import one from ONNX (graph.from_onnx), print it, compile it (graph.compile; its kernels
 are kept in a compile cache on disk: graph.cache_info, graph.clear_cache) and run it
-(m.run(feeds)); an O2 module's export_library(path) writes it for graph.load_module(path).
+(m.run(feeds)); an O2 module's export_library(path) writes it for graph.load_module(path);
+graph.autotune tunes its kernels for the model's time (graph.compile(..., tuning_log=)).
 `import graph` itself imports only load_module's side (graph.loaded: numpy and runtime, no
 te, no LLVM); every other name comes from graph.api, imported (with te) on first use.
 """

@@ -5,6 +5,8 @@ of O2 (graph.plan_memory: per tensor its size, lifetime and offset; the totals);
 prints each output's shape and range, the compile and run times (at O2 also the one native
 call's), the per-step profile, and the largest difference from onnxruntime when
 onnxruntime is installed;
+`python -m graph tune model.onnx --trials N --log x.jsonl` tunes its kernels (graph.autotune,
+resuming from the log) and `run ... --tuning-log x.jsonl` builds them with the best records;
 `python -m graph cache info` and `python -m graph cache clear` show and empty the compile
 cache (graph/cache.py; TE_CACHE_DIR, default ~/.cache/te).
 Imports graph, numpy and (lazily, for the comparison) onnxruntime.
@@ -35,18 +37,44 @@ def _shape_arg(text: str) -> tuple:
     return name, shape
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive int, got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m graph", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     for name, what in (("show", "print the imported graph, its fused groups and memory plan"),
-                       ("run", "compile, run on random inputs, compare with onnxruntime")):
+                       ("run", "compile, run on random inputs, compare with onnxruntime"),
+                       ("tune", "tune the model's kernels for its run time (graph.autotune)")):
         c = sub.add_parser(name, help=what)
         c.add_argument("model", help="path to an .onnx file")
         c.add_argument("--shape", action="append", type=_shape_arg, default=[],
                        help="fix an input's shape: name=1,3,224,224 (repeatable)")
+        if name in ("run", "tune"):
+            default = "O0" if name == "run" else "O2"
+            c.add_argument("--level", default=default, help=f"compile level (default "
+                                                            f"{default})")
+            c.add_argument("--seed", type=int, default=0, help="seed of the random inputs"
+                           if name == "run" else "seed of the tuner")
         if name == "run":
-            c.add_argument("--level", default="O0", help="compile level (default O0)")
-            c.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+            c.add_argument("--tuning-log", default=None,
+                           help="build each kernel with its best record in this log")
+        if name == "tune":
+            c.add_argument("--trials", type=_positive_int, required=True,
+                           help="trials in all, those in --log included")
+            c.add_argument("--log", required=True,
+                           help="JSON-lines log to append to and resume from")
+            c.add_argument("--tuner", default="xgb",
+                           help="xgb (default), optuna, ga, random or grid")
+            c.add_argument("--timeout", type=float, default=None,
+                           help="stop after this many seconds")
     c = sub.add_parser("cache", help="the compile cache: info (entries, bytes) or clear")
     c.add_argument("action", choices=("info", "clear"))
     return p
@@ -109,6 +137,15 @@ def _compare(path: str, feeds: dict, outs: list) -> str:
     return "max |ours - onnxruntime| per output: " + ", ".join(f"{d:.3g}" for d in diffs)
 
 
+def _tune(g, args) -> int:
+    result = graph.autotune(g, trials=args.trials, log=args.log, level=args.level,
+                            tuner=args.tuner, seed=args.seed, timeout=args.timeout)
+    print(result)
+    print(f"records in '{args.log}': python -m graph run {args.model} --level {args.level} "
+          f"--tuning-log {args.log}")
+    return 0
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "cache":
@@ -120,8 +157,10 @@ def main(argv=None) -> int:
             print(_fused_groups(g))
             print(graph.plan_memory(g))
             return 0
+        if args.command == "tune":
+            return _tune(g, args)
         start = time.perf_counter()
-        m = graph.compile(g, level=args.level)
+        m = graph.compile(g, level=args.level, tuning_log=args.tuning_log)
         compiled = time.perf_counter() - start
         feeds = _random_feeds(g, args.seed)
         outs = m.run(feeds)

@@ -11,6 +11,8 @@ from .frontend import from_onnx
 from .ir import Graph, Node, Value
 from .memory import plan_memory
 from .ops import OPS, OpDef, Pattern
+from .tuning import GraphTuneResult, autotune
+from .tuning_tasks import TuningTask, extract_tasks
 from .transform import (cast, clip, concatenate, expand, flatten, pad, reshape, slice, split,
                         resize, squeeze, take, tile, transpose, unsqueeze, where)
 

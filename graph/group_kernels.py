@@ -55,6 +55,13 @@ def compile_group(group: Group, target: str, cache: dict):
 
 
 def _build_group(group: Group, target: str, name: str):
+    family, ins, outs = group_compute(group)
+    return build_kernel(name, family, ins, outs, target, workload=_disk_key(group))
+
+
+def group_compute(group: Group) -> tuple:
+    """(schedule family, input placeholders, [output]) of a fused group's kernel: what
+    build_kernel schedules (graph.autotune tunes the same compute)."""
     check_static(group.inputs + group.outputs)
     anchor = group.anchor
     family = OPS[anchor.op].schedule if anchor is not None else "auto"
@@ -64,7 +71,7 @@ def _build_group(group: Group, target: str, name: str):
         core = _conv_core(env[id(anchor.outputs[0])])
         if out != core:
             out = inline_into_one_stage(out, {core.op})
-    return build_kernel(name, family, ins, [out], target, workload=_disk_key(group))
+    return family, ins, [out]
 
 
 def _disk_key(group: Group) -> tuple:

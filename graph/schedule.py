@@ -28,6 +28,20 @@ def schedule(family: str, outs: list, args: list) -> tuple:
         return te.create_schedule([o.op for o in outs]), args
 
 
+def fixed_schedule(family: str, outs: list) -> str | None:
+    """Why schedule() gives this kernel a schedule without knobs (nothing to tune), or None
+    when it takes te.autotune.auto_schedule, whose automatic space records can tune."""
+    if family == "conv2d":
+        return "the conv2d strategy (te.autotune.schedule_conv2d) has no knobs"
+    if family == "pool" and len(outs) == 1:
+        try:
+            te.autotune.schedule_pool2d(outs[0])
+            return "the pooling schedule (te.autotune.schedule_pool2d) has no knobs"
+        except TEError:
+            pass
+    return None
+
+
 def schedule_conv2d(out: te.Tensor) -> te.Schedule:
     """`out`: the conv2d op's output (te.autotune.conv2d_compute) or one elementwise stage
     over it (bias, relu, residual: a fused epilogue), computed in the conv's final loop.
