@@ -60,7 +60,9 @@ PASSES = (
     # fold constants, drop guards that the loop ranges prove
     ("simplify", lambda f: simplify_stmt(f.body, _sizes(f))),
     # split loops so the main part of a non-dividing split has no tail guard
-    ("loop_partition", lambda f: partition_loops(f.body)),
+    # (for 'cuda' only loops that hold no barrier: the split point may depend on threadIdx)
+    ("loop_partition", lambda f, target: partition_loops(
+        f.body, barrier_free_only=target.kind == "cuda")),
     ("simplify_partitioned", lambda f: simplify_stmt(f.body, _sizes(f))),
     # vectorized loops -> Ramp/Broadcast vector code (unvectorizable bodies stay serial)
     ("vectorize", lambda f: vectorize_loops(f.body)),
@@ -77,7 +79,7 @@ PASSES = (
 )
 
 # Passes that take the target as well as the function.
-TAKE_TARGET = ("lower_intrinsics",)
+TAKE_TARGET = ("lower_intrinsics", "loop_partition")
 
 # Passes that run only when lower() is asked for them, by the keyword of the same name.
 OPT_IN = ("instrument_bound_checkers",)
@@ -92,12 +94,11 @@ DEVICE_SPLIT = "split_host_device"
 
 
 # Target 'cuda' keeps vectorized loops as loops (each GPU thread runs them unrolled), and
-# does not partition loops: a split point that depends on threadIdx would make a loop's
-# trip count differ between threads (no barrier may sit inside it), and the copies it
-# makes of shared buffers' allocations would each take shared memory. Its parallelism is
-# the thread-bound loops; a CPU parallel loop is no task there.
-SKIPPED_FOR = {"llvm": (), "cuda": ("loop_partition", "simplify_partitioned", "vectorize",
-                                    "parallel_outline")}
+# partitions only loops with no shared fill inside: a split point that depends on threadIdx
+# makes a loop's trip count differ between threads (no barrier may sit inside it), and the
+# copies it would make of shared buffers' allocations would each take shared memory. Its
+# parallelism is the thread-bound loops; a CPU parallel loop is no task there.
+SKIPPED_FOR = {"llvm": (), "cuda": ("vectorize", "parallel_outline")}
 
 
 def lower(sch: Schedule, args: list, target, name: str = "main",

@@ -6,7 +6,9 @@ a main loop over the values of v where the guard holds for every value of the in
 variables (the guard is dropped there, so the body can be vectorized), and a tail loop
 that keeps it. Vectorized, unrolled and thread-bound loops are left whole; inside a tail,
 inner loops are partitioned again up to MAX_TAIL_DEPTH tails deep, so code growth stays
-bounded (a tail's guards are the ones its own inner loops cannot remove).
+bounded (a tail's guards are the ones its own inner loops cannot remove). For a GPU
+(barrier_free_only) a loop is partitioned only where no barrier can sit inside it: its
+split point may depend on threadIdx, so its trip count may differ between threads.
 Imports te.compute.expr, ir, visitor, arith.
 """
 from __future__ import annotations
@@ -83,16 +85,35 @@ def _upper_limit(cond: E.Expr, var: Var, ranges: dict, unsafe: set, ana: Analyze
 MAX_TAIL_DEPTH = 2
 
 
+def may_hold_a_barrier(s: ir.Stmt) -> bool:
+    """Whether CUDA code for `s` may hold a barrier or another block-wide step: a shared
+    buffer is allocated or stored to (its fill gets __syncthreads), or a call is evaluated
+    for its effect. Conservative: what it cannot rule out counts."""
+    for x in walk_stmts(s):
+        if isinstance(x, ir.Allocate) and x.buffer.scope not in ("local", "global"):
+            return True
+        if isinstance(x, ir.Store) and x.buffer.scope not in ("local", "global"):
+            return True
+        if isinstance(x, ir.Evaluate) and not isinstance(x.value, ir.Prefetch):
+            return True
+        if not isinstance(x, (ir.For, ir.SeqStmt, ir.IfThenElse, ir.LetStmt, ir.Store,
+                              ir.Allocate, ir.Evaluate)):
+            return True   # a statement kind this check does not know
+    return False
+
+
 class _Partition(Mutator):
-    def __init__(self):
+    def __init__(self, barrier_free_only: bool = False):
         self.ana = Analyzer()
         self.tail_depth = 0
+        self.barrier_free_only = barrier_free_only
 
     def visit_expr(self, e):
         return e
 
     def visit_For(self, s: ir.For) -> ir.Stmt:
-        if s.kind not in _PARTITIONABLE:
+        if s.kind not in _PARTITIONABLE or (self.barrier_free_only
+                                            and may_hold_a_barrier(s.body)):
             return self.generic_stmt(s)
         guards, ranges, unsafe = [], {}, set()
         _guards_and_ranges(s.body, guards, ranges, unsafe)
@@ -136,5 +157,5 @@ def _drop_guards(s: ir.Stmt, keys: set) -> ir.Stmt:
     return _Drop().visit_stmt(s)
 
 
-def partition_loops(s: ir.Stmt) -> ir.Stmt:
-    return _Partition().visit_stmt(s)
+def partition_loops(s: ir.Stmt, barrier_free_only: bool = False) -> ir.Stmt:
+    return _Partition(barrier_free_only).visit_stmt(s)
