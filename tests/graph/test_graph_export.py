@@ -98,6 +98,23 @@ print(m.input_names, m.output_names)
     assert "['x'] ['u', 'r', 'xv', 'w', 'rr']" in out
 
 
+def test_a_model_without_kernels(tmp_path):
+    """No calls, no arena: outputs that are a feed's view, the feed, an int64 constant."""
+    x = graph.input("x", (3, 4))
+    c = graph.constant(np.arange(6, dtype=np.int64).reshape(2, 3), name="c")
+    m = graph.compile(graph.Graph([graph.reshape(x, (12,), name="v"), c, x], name="none"),
+                      level="O2")
+    assert not m.calls and m.memory_plan.arena_bytes == 0
+    m.export_library(tmp_path / "none.so")           # a PathLike works too
+    loaded = graph.load_module(tmp_path / "none.so")
+    xa = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
+    got, want = loaded.run({"x": xa}), m.run({"x": xa})
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+    assert not np.shares_memory(got[2], xa) and not np.shares_memory(got[0], xa)
+
+
 BAD_FEEDS = [
     [("x", np.zeros((6, 10), np.float32))],                     # not a dict
     {"y": np.zeros((6, 10), np.float32)},                       # unknown name
