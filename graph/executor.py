@@ -2,17 +2,21 @@
 
 A Module holds the graph and its Steps: at O0 one per node, at O1 one per fused group (a
 kernel computing the group's output value, or a view: a reshape of its input that copies
-nothing). run(feeds) returns the outputs in the graph's order, run(feeds, keep=True) every
-value that exists by name (to find the first step that differs from a reference).
-Imports numpy and graph.{errors,ir}.
+nothing). run(feeds) returns the outputs in the graph's order: the kernels run over one
+arena planned on the first run (graph.dispatch), and only the outputs are allocated per
+run. run(feeds, keep=True) returns every value that exists by name (to find the first step
+that differs from a reference): the steps run in their order, each value in its own array.
+Imports numpy and graph.{dispatch,errors,ir}.
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from .dispatch import Dispatch
 from .errors import FeedError, GraphError
 from .ir import Graph, format_dim
 
@@ -46,6 +50,12 @@ class Module:
                 self._aliased.add(id(step.outputs[0]))
         self.level = level
         self.target = target
+        # the planned arena (graph.dispatch), built by the first run that needs it; None
+        # when a step cannot be called over it. One run at a time uses it: a run that
+        # finds it busy takes the allocating path (_execute)
+        self._dispatch: Dispatch | None = None
+        self._dispatch_built = False
+        self._dispatch_lock = threading.Lock()
 
     @property
     def num_kernels(self) -> int:
@@ -57,7 +67,15 @@ class Module:
         a dict by value name, in graph order, of the values that exist: every input and
         constant, and each step's outputs (at O0 every node's output; at O1 the fused
         groups' outputs only, the values inside a group never exist in memory)."""
-        env = self._execute(self._check(feeds))
+        inputs = self._check(feeds)
+        if not keep and self._dispatch_lock.acquire(blocking=False):
+            try:
+                dispatch = self._dispatcher()
+                if dispatch is not None:
+                    return dispatch.run(inputs)
+            finally:
+                self._dispatch_lock.release()
+        env = self._execute(inputs)
         if keep:
             return {v.name: env[id(v)] for v in self.graph.values() if id(v) in env}
         # an output that is a graph input or a constant (or a view of one) is copied: the
@@ -67,18 +85,37 @@ class Module:
                 for v in self.graph.outputs]
 
     def profile(self, feeds: dict, repeat: int = 5) -> "Profile":
-        """Run `repeat` times timing each step; the Profile prints a table of every step
-        (kernel, the ops it runs, the median time, its share of the total)."""
+        """Run `repeat` times timing each step as run(feeds) runs it; the Profile prints a
+        table of every step (kernel, the ops it runs, the median time, its share of the
+        total; a view over the planned arena takes no time)."""
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise FeedError(f"profile: repeat must be a positive int, got {repeat!r}")
         inputs = self._check(feeds)
         times = [[] for _ in self.steps]
-        for _ in range(repeat):
-            self._execute(inputs, times)
+        with self._dispatch_lock:
+            dispatch = self._dispatcher()
+            for _ in range(repeat):
+                if dispatch is None:
+                    self._execute(inputs, times)
+                else:
+                    dispatch.run(inputs, times)
+        if dispatch is not None:
+            times = [t or [0.0] for t in times]  # views
         return Profile([(step.kernel_name, "+".join(step.ops), step.name,
                          float(np.median(t))) for step, t in zip(self.steps, times)])
 
+    def _dispatcher(self) -> Dispatch | None:
+        """The planned arena and calls (built once; the caller holds _dispatch_lock)."""
+        if not self._dispatch_built:
+            try:
+                self._dispatch = Dispatch(self.graph, self.steps)
+            except GraphError:  # a step it cannot call: every run allocates
+                self._dispatch = None
+            self._dispatch_built = True
+        return self._dispatch
+
     def _execute(self, inputs: list, times: list | None = None) -> dict:
+        """Every value by id: the steps run in order, each output in a new array."""
         env = {id(c): c.data for c in self.graph.constants}
         env.update((id(v), a) for v, a in zip(self.graph.inputs, inputs))
         for k, step in enumerate(self.steps):

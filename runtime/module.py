@@ -118,9 +118,21 @@ class Module:
             raw.append(ctypes.addressof(record))
         status = self._cfunc(*raw)
         if status:
-            self._raise_status(status, record)
+            self.raise_status(status, record)
 
-    def _raise_status(self, status: int, record=None) -> None:
+    @property
+    def entry(self) -> Callable[..., int]:
+        """The native entry point without argument checks, for callers that checked once
+        (a graph run over a planned arena): call it with each buffer's data address (ints),
+        then the scalars, then, when `signature.checked_buffers`, the address of an error
+        record of RECORD_FIELDS int64; it returns the status, 0 on success (raise_status
+        raises the error of another). A module that must not run here refuses (see
+        `unavailable`)."""
+        return self._cfunc
+
+    def raise_status(self, status: int, record=None) -> NoReturn:
+        """Raise the error that a nonzero status of the entry point stands for; `record`:
+        the error record's RECORD_FIELDS values, for a bounds-checked kernel."""
         if status == PACKED_STATUS:  # a Python function it called (call_packed) raised
             raise packed.take_error()
         if status == BOUNDS_STATUS and record is not None:
@@ -169,7 +181,7 @@ class Module:
             cfunc = self._cfunc
             status = cfunc(*raw)
             if status:
-                self._raise_status(status, record)
+                self.raise_status(status, record)
             return time_function(
                 lambda: cfunc(*raw), number=number, repeat=repeat, min_repeat_ms=min_repeat_ms
             )
