@@ -67,24 +67,25 @@ class LoadedModule:
             raise RuntimeBuildError(f"{where} is not a model written by graph's "
                                     f"export_library (it has no {MODEL_SYMBOL} symbol; a "
                                     f"single kernel's library loads with runtime.load_module)")
-        meta = json.loads(text)
-        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-            raise RuntimeBuildError(f"{where} was written in format {meta.get('format')!r} "
-                                    f"version {meta.get('version')!r}; this runtime reads "
-                                    f"{FORMAT!r} version {VERSION}: export it again")
-        self.name = meta["name"]
-        self.arena_bytes = meta["arena_bytes"]
-        self.weights_bytes = meta["weights"]["bytes"]
-        self._weights = _read_weights(path, meta["weights"])
+        try:
+            meta = json.loads(text)
+            version = (meta.get("format"), meta.get("version"))
+        except (ValueError, AttributeError) as error:
+            raise RuntimeBuildError(f"{where}: invalid {MODEL_SYMBOL} ({error})") from None
+        if version != (FORMAT, VERSION):
+            raise RuntimeBuildError(f"{where} was written in format {version[0]!r} version "
+                                    f"{version[1]!r}; this runtime reads {FORMAT!r} version "
+                                    f"{VERSION}: export it again")
+        try:
+            self._describe(meta)
+        except (KeyError, IndexError, TypeError, ValueError) as error:
+            raise RuntimeBuildError(f"{where}: invalid {MODEL_SYMBOL} "
+                                    f"({type(error).__name__}: {error})") from None
+        self._weights = _read_weights(path, self.weights_bytes, self._sha256)
+        self._constants = [self._weights[o:o + d.itemsize * int(np.prod(s, dtype=np.int64))]
+                           .view(d).reshape(s) for o, d, s in self._constant_specs]
         self.arena = aligned_array(self.arena_bytes)
-        self._calls = meta["calls"]  # [(kernel name, bounds-checked)]
         self._records = np.zeros((max(1, len(self._calls)), RECORD_FIELDS), np.int64)
-        self._inputs_meta = meta["inputs"]  # [(name, dtype, shape, type text)]
-        self._specs = [(name, np.dtype(dtype), tuple(shape))
-                       for name, dtype, shape, _ in self._inputs_meta]
-        self._constants = [self._weights[o:o + _nbytes(d, s)].view(d).reshape(s)
-                           for o, d, s in meta["constants"]]
-        self._outputs = meta["outputs"]    # [(name, shape, how)]
         n_in, n_out = len(self._specs), len(self._outputs)
         self._pointers = (ctypes.c_void_p * max(1, n_in + n_out))()
         self._failed = ctypes.c_int32(-1)
@@ -92,8 +93,24 @@ class LoadedModule:
         self._entry_args = (base, base + n_in * ctypes.sizeof(ctypes.c_void_p),
                             ctypes.addressof(self._failed), self.arena.ctypes.data,
                             self._weights.ctypes.data, self._records.ctypes.data)
-        self._entry = _ENTRY_TYPE(self._library.get_function_address(meta["entry"]))
+        self._entry = _ENTRY_TYPE(self._library.get_function_address(self._entry_name))
         self._lock = threading.Lock()
+
+    def _describe(self, meta: dict) -> None:
+        """The model's description (__graph_model) as this module's fields."""
+        self.name = str(meta["name"])
+        self._entry_name = str(meta["entry"])
+        self.arena_bytes = int(meta["arena_bytes"])
+        self.weights_bytes = int(meta["weights"]["bytes"])
+        self._sha256 = str(meta["weights"]["sha256"])
+        self._calls = [(str(name), bool(checked)) for name, checked in meta["calls"]]
+        self._inputs_meta = meta["inputs"]  # [(name, dtype, shape, type text)]
+        self._specs = [(name, np.dtype(dtype), tuple(shape))
+                       for name, dtype, shape, _ in self._inputs_meta]
+        self._constant_specs = [(int(offset), np.dtype(dtype), tuple(shape))
+                                for offset, dtype, shape in meta["constants"]]
+        self._outputs = [(str(name), tuple(shape), _how(how))
+                         for name, shape, how in meta["outputs"]]  # [(name, shape, how)]
 
     @property
     def input_names(self) -> list:
@@ -183,13 +200,19 @@ class LoadedModule:
                 f"calls, arena {self.arena_bytes} bytes, weights {self.weights_bytes} bytes)")
 
 
-def _nbytes(dtype: str, shape) -> int:
-    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+def _how(how: list) -> tuple:
+    """An output's origin: ('new', shape, dtype) for the array a run allocates, else
+    ('output' | 'input' | 'constant', index) for the array it is a view or copy of."""
+    if how[0] == "new":
+        return ("new", tuple(how[1]), np.dtype(how[2]))
+    if how[0] not in ("output", "input", "constant"):
+        raise ValueError(f"unknown output kind {how[0]!r}")
+    return (how[0], int(how[1]))
 
 
-def _read_weights(path: str, expected: dict) -> np.ndarray:
+def _read_weights(path: str, nbytes: int, sha256: str) -> np.ndarray:
     """The payload of `path`'s weights file, read into aligned memory and checked against
-    the size and SHA-256 the library records."""
+    the size (`nbytes`) and SHA-256 the library records."""
     wpath = weights_path(path)
     where = f"graph.load_module: '{path}'"
     try:
@@ -203,7 +226,7 @@ def _read_weights(path: str, expected: dict) -> np.ndarray:
                                 f"({error.strerror})") from None
     with handle:
         size = os.fstat(handle.fileno()).st_size
-        want = WEIGHTS_HEADER + expected["bytes"]
+        want = WEIGHTS_HEADER + nbytes
         header = handle.read(WEIGHTS_HEADER)
         if header[:len(WEIGHTS_MAGIC)] != WEIGHTS_MAGIC:
             raise RuntimeBuildError(f"{where}: '{wpath}' is not a weights file written by "
@@ -212,10 +235,10 @@ def _read_weights(path: str, expected: dict) -> np.ndarray:
             raise RuntimeBuildError(f"{where}: its weights file '{wpath}' has {size} bytes, "
                                     f"expected {want}: it is truncated or from another "
                                     f"export; export the model again")
-        weights = aligned_array(expected["bytes"])
-        if handle.readinto(memoryview(weights)) != expected["bytes"]:
+        weights = aligned_array(nbytes)
+        if handle.readinto(memoryview(weights)) != nbytes:
             raise RuntimeBuildError(f"{where}: its weights file '{wpath}' ended early")
-    if hashlib.sha256(weights).hexdigest() != expected["sha256"]:
+    if hashlib.sha256(weights).hexdigest() != sha256:
         raise RuntimeBuildError(f"{where}: its weights file '{wpath}' does not match the "
                                 f"library (SHA-256 differs): it is corrupt or from another "
                                 f"export; export the model again")

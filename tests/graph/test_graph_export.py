@@ -232,11 +232,31 @@ def test_foreign_or_damaged_library(exported, tmp_path):
     assert _load_error(so) == (f"graph.load_module: '{so}' was written in format "
                                f"'te-graph-o2' version 9; this runtime reads 'te-graph-o2' "
                                f"version 1: export it again")
+    for old, new, error in ((b'{"format"', b'["format"', "Expecting"),
+                            (b'"arena_bytes"', b'"arena_bytez"', "KeyError: 'arena_bytes'")):
+        open(so, "wb").write(image.replace(old, new))
+        assert _load_error(so).startswith(f"graph.load_module: '{so}': invalid __graph_model "
+                                          f"({error}")
     with pytest.raises(runtime.RuntimeBuildError, match="does not exist|No such file"):
         graph.load_module(str(tmp_path / "absent.so"))
     with pytest.raises(TypeError, match="graph.load_module: path must be a str or "
                                         "os.PathLike, got NoneType"):
         graph.load_module(None)
+
+
+def test_kernels_from_the_compile_cache_export(tmp_path, monkeypatch):
+    """A compile whose kernels come from the disk cache (libraries, not the JIT) exports
+    their stored IR: the same numbers as the JIT-compiled module."""
+    monkeypatch.setenv("TE_CACHE_DIR", str(tmp_path / "cache"))
+    jit = graph.compile(_model(), level="O2", cache=True)
+    cached = graph.compile(_model(), level="O2", cache=True)
+    assert all(isinstance(c.kernel.func.library, runtime.module.SharedLibrary)
+               for c in cached.calls)
+    cached.export_library(str(tmp_path / "cached.so"))
+    loaded = graph.load_module(str(tmp_path / "cached.so"))
+    x = np.random.default_rng(4).standard_normal((6, 10)).astype(np.float32)
+    for a, b in zip(loaded.run({"x": x}), jit.run({"x": x})):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_graph_names_over_submodules():
