@@ -5,11 +5,9 @@ gives a MemoryReport (gpu_memory_report.py). Each kernel runs symbolically, bloc
 block of a sample, all threads of a block at once as numpy vectors (SIMT: a serial loop
 steps every thread together, a guard masks threads off), evaluating addresses only: every
 Load and Store of a global or shared buffer becomes one request per warp (32 consecutive
-threads, threadIdx.x fastest). Global requests count the 32-byte sectors and 128-byte lines
-they touch against the fewest that the bytes asked for need; shared requests count
-wavefronts (the most distinct 4-byte words in one of 32 banks; lanes reading one word share
-it) against the fewest. An address that depends on loaded data cannot be followed: such
-requests are counted as unresolved. Imports ir, the device split, printer and te.compute.
+threads, threadIdx.x fastest), costed by gpu_memory_count.py. An address that depends on
+loaded data cannot be followed: such requests are counted as unresolved. Imports ir, the
+device split, printer, visitor and te.compute.
 """
 from __future__ import annotations
 
@@ -22,16 +20,11 @@ from ..compute import expr as E
 from ..errors import LoweringError
 from . import ir
 from .func import PrimFunc
+from .gpu_memory_count import Site, warps
 from .gpu_memory_report import AccessStats, KernelMemory, MemoryReport
 from .passes.device_split import BLOCK_TAGS, GRID_TAGS, evaluate_on_host
 from .printer import print_expr
 from .visitor import stmt_children, walk_stmts
-
-WARP = 32
-SECTOR, LINE, BANKS, BANK_BYTES = 32, 128, 32, 4
-# Requests are kept per access site and folded into statistics in batches of this many
-# (one numpy pass over all of them instead of one per request).
-BATCH = 512
 
 
 class _Unknown:
@@ -64,95 +57,6 @@ def memory_report(func: PrimFunc, sizes: tuple, blocks=3, iterations=8) -> Memor
     return MemoryReport(func.name, tuple(kernels))
 
 
-class _Site:
-    """Statistics of one Load or Store in the IR, and its requests not yet folded in."""
-
-    def __init__(self, buffer: ir.Buffer, access: str, index: E.Expr):
-        self.buffer, self.access, self.index = buffer, access, index
-        self.stats = AccessStats(buffer.name, buffer.scope, access, buffer.dtype,
-                                 example=f"{buffer.name}[{print_expr(ir.unchecked(index))}]")
-        self.pending: dict = {}   # access width in bytes -> [(addresses, mask, weight)]
-
-    def add(self, addresses, mask: np.ndarray, weight: float, width: int) -> None:
-        rows = self.pending.setdefault(width, [])
-        rows.append((addresses, mask, weight))
-        if len(rows) >= BATCH:
-            self.fold(width)
-
-    def fold(self, width: int) -> None:
-        rows = self.pending.pop(width, [])
-        if not rows:
-            return
-        threads = rows[0][1].size
-        padded = -threads % WARP
-        addresses = np.empty((len(rows), threads), dtype=np.int64)
-        masks = np.empty((len(rows), threads), dtype=bool)
-        for k, (address, mask, _) in enumerate(rows):
-            addresses[k] = address   # broadcasts one address for all threads
-            masks[k] = mask
-        weights = np.repeat([r[2] for r in rows], (threads + padded) // WARP)
-        if padded:
-            addresses = np.pad(addresses, ((0, 0), (0, padded)))
-            masks = np.pad(masks, ((0, 0), (0, padded)))
-        addresses = addresses.reshape(-1, WARP)
-        masks = masks.reshape(-1, WARP)
-        live = masks.any(axis=1)
-        addresses, masks, weights = addresses[live], masks[live], weights[live]
-        (_global_requests if self.buffer.scope == "global" else _shared_requests)(
-            self.stats, addresses, masks, weights, width)
-
-    def finish(self) -> AccessStats:
-        for width in list(self.pending):
-            self.fold(width)
-        return self.stats
-
-
-def _distinct(keys: np.ndarray, mask: np.ndarray) -> tuple:
-    """Per row: the number of distinct keys among the masked-in entries (keys >= 0), and
-    a flag per entry (in sorted order) marking the first of each distinct key."""
-    k = np.where(mask, keys, -1)
-    k.sort(axis=1)
-    first = k >= 0
-    first[:, 1:] &= k[:, 1:] != k[:, :-1]
-    return first.sum(axis=1), k, first
-
-
-def _global_requests(stats: AccessStats, addresses, masks, weights, width: int) -> None:
-    # a lane reads bytes [a, a + width): its first and last sector (the same when aligned)
-    ends = addresses + (width - 1)
-    both = np.concatenate([addresses, ends], axis=1)
-    both_mask = np.concatenate([masks, masks], axis=1)
-    sectors, _, _ = _distinct(both // SECTOR, both_mask)
-    lines, _, _ = _distinct(both // LINE, both_mask)
-    distinct, _, _ = _distinct(addresses, masks)
-    nbytes = distinct * width
-    stats.requests += float(weights.sum())
-    stats.lanes += float((masks.sum(axis=1) * weights).sum())
-    stats.sectors += float((sectors * weights).sum())
-    stats.ideal_sectors += float((-(-nbytes // SECTOR) * weights).sum())
-    stats.lines += float((lines * weights).sum())
-    stats.ideal_lines += float((-(-nbytes // LINE) * weights).sum())
-
-
-def _shared_requests(stats: AccessStats, addresses, masks, weights, width: int) -> None:
-    words_per_lane = max(1, width // BANK_BYTES)
-    words = np.concatenate([addresses // BANK_BYTES + j for j in range(words_per_lane)],
-                           axis=1)
-    word_mask = np.concatenate([masks] * words_per_lane, axis=1)
-    distinct, sorted_words, first = _distinct(words, word_mask)
-    rows = np.broadcast_to(np.arange(len(words))[:, None], words.shape)
-    per_bank = np.bincount((rows * BANKS + sorted_words % BANKS)[first],
-                           minlength=len(words) * BANKS).reshape(-1, BANKS)
-    wavefronts = per_bank.max(axis=1)
-    ideal = -(-distinct // BANKS)
-    stats.requests += float(weights.sum())
-    stats.lanes += float((masks.sum(axis=1) * weights).sum())
-    stats.wavefronts += float((wavefronts * weights).sum())
-    stats.ideal_wavefronts += float((ideal * weights).sum())
-    if len(wavefronts):
-        stats.max_ways = max(stats.max_ways, float((wavefronts / ideal).max()))
-
-
 class _KernelRun:
     """One kernel run over sampled blocks, every thread of a block at once."""
 
@@ -160,7 +64,7 @@ class _KernelRun:
         self.part, self.grid, self.block = part, grid, block
         self.iterations = iterations
         self.env = dict(env)
-        self.sites: dict = {}          # id(Load or Store) -> _Site
+        self.sites: dict = {}          # id(Load or Store) -> Site
         self.memory_stmts: dict = {}   # id(Stmt) -> whether it touches global or shared
         self.plans: dict = {}          # id(Expr) -> its load_plan
         self.closures: dict = {}       # id(Expr) -> its value as a closure
@@ -300,10 +204,12 @@ class _KernelRun:
             return   # per-thread storage: registers
         site = self.sites.get(id(node))
         if site is None:
-            site = self.sites[id(node)] = _Site(buffer, access, index)
+            site = self.sites[id(node)] = Site(AccessStats(
+                buffer.name, buffer.scope, access, buffer.dtype,
+                example=f"{buffer.name}[{print_expr(ir.unchecked(index))}]"))
         address = self.value(index)
         if address is UNKNOWN:
-            site.stats.unresolved += weight * _warps(mask)
+            site.stats.unresolved += weight * warps(mask)
             return
         if dt.lanes(index.dtype) > 1:
             raise LoweringError(f"memory_report: vector index of '{buffer.name}' in kernel "
@@ -315,10 +221,10 @@ class _KernelRun:
         else:
             site.add(np.asarray(address) * width, mask, weight, width)
 
-    def vector_requests(self, site: _Site, requests: list, lanes: int) -> None:
+    def vector_requests(self, site: Site, requests: list, lanes: int) -> None:
         """A vectorized loop's requests of one site: one wide request (float2, float4) when
         each thread reads consecutive, aligned elements, as vector code does; else each."""
-        width = _element_bytes(site.buffer.dtype)
+        width = _element_bytes(site.stats.dtype)
         first, mask, weight = requests[0]
         wide = width * lanes
         if len(requests) == lanes and wide in (8, 16) and all(
@@ -444,11 +350,6 @@ def _unresolved():
 def _as_int(x):
     return int(x) if isinstance(x, (bool, int, np.integer, np.bool_)) else \
         np.asarray(x).astype(np.int64)
-
-
-def _warps(mask: np.ndarray) -> int:
-    padded = np.pad(mask, (0, -mask.size % WARP)).reshape(-1, WARP)
-    return int(padded.any(axis=1).sum())
 
 
 def _element_bytes(dtype: str) -> int:
