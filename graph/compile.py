@@ -3,6 +3,7 @@
 O0: the graph as it is, one kernel per node, run node by node from Python.
 O1: the graph passes (graph.passes.optimize), then fusion (graph.fuse), then one kernel per
 fused group; a group of one reshape runs as a view (no kernel, no copy).
+At O0 and O1 the kernels run over an arena planned here (graph.dispatch, by prepare()).
 O2: the O1 kernels in a planned order over one planned arena, called from one native entry
 point (graph.o2); dry_run=True returns the memory plan (graph.plan_memory) and builds nothing.
 tuning_log= builds every kernel with its best tuning record (graph.autotune writes them).
@@ -78,13 +79,13 @@ def _compile(g: Graph, level: str, target: str, dry_run: bool):
     cache: dict = {}
     if level == "O0":
         steps = [_node_step(node, compile_node(node, target, cache)) for node in g.nodes]
-        return Module(g, steps, level, target)
+        return Module(g, steps, level, target).prepare()
     opt = optimize(g)
     steps = [_group_step(group, None if group.is_view else compile_group(group, target, cache))
              for group in fuse(opt)]
     if level == "O2":
         return O2Module(opt, steps, target)
-    return Module(opt, steps, level, target)
+    return Module(opt, steps, level, target).prepare()
 
 
 def _node_step(node, kernel) -> Step:

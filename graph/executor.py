@@ -3,9 +3,10 @@
 A Module holds the graph and its Steps: at O0 one per node, at O1 one per fused group (a
 kernel computing the group's output value, or a view: a reshape of its input that copies
 nothing). run(feeds) returns the outputs in the graph's order: the kernels run over one
-arena planned on the first run (graph.dispatch), and only the outputs are allocated per
-run. run(feeds, keep=True) returns every value that exists by name (to find the first step
-that differs from a reference): the steps run in their order, each value in its own array.
+arena planned once (graph.dispatch; by prepare(), which graph.compile calls, or else by the
+first run), and only the outputs are allocated per run. run(feeds, keep=True) returns every
+value that exists by name (to find the first step that differs from a reference): the steps
+run in their order, each value in its own array.
 Imports numpy and graph.{dispatch,errors,ir}.
 """
 from __future__ import annotations
@@ -50,7 +51,7 @@ class Module:
                 self._aliased.add(id(step.outputs[0]))
         self.level = level
         self.target = target
-        # the planned arena (graph.dispatch), built by the first run that needs it; None
+        # the planned arena (graph.dispatch), built by prepare() or the first run; None
         # when a step cannot be called over it. One run at a time uses it: a run that
         # finds it busy takes the allocating path (_execute)
         self._dispatch: Dispatch | None = None
@@ -103,6 +104,12 @@ class Module:
             times = [t or [0.0] for t in times]  # views
         return Profile([(step.kernel_name, "+".join(step.ops), step.name,
                          float(np.median(t))) for step, t in zip(self.steps, times)])
+
+    def prepare(self) -> "Module":
+        """Plan the arena that run uses now, not on the first run (graph.compile does)."""
+        with self._dispatch_lock:
+            self._dispatcher()
+        return self
 
     def _dispatcher(self) -> Dispatch | None:
         """The planned arena and calls (built once; the caller holds _dispatch_lock)."""
