@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from importlib.util import find_spec
 
 import numpy as np
@@ -142,6 +143,46 @@ def test_loaded_module_takes_what_graph_converts(exported):
     loaded = graph.load_module(path)
     x = np.random.default_rng(3).standard_normal((10, 6)).astype(np.float32).T  # strided
     for a, b in zip(loaded.run({"x": x}), m.run({"x": np.ascontiguousarray(x)})):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_loaded_module_runs_from_threads(exported):
+    m, path = exported
+    loaded = graph.load_module(path)
+    rng = np.random.default_rng(6)
+    xs = [rng.standard_normal((6, 10)).astype(np.float32) for _ in range(4)]
+    wants = [m.run({"x": x}) for x in xs]
+    failures = []
+
+    def work(k):
+        for _ in range(5):
+            got = loaded.run({"x": xs[k]})
+            if not all(np.array_equal(a, b) for a, b in zip(got, wants[k])):
+                failures.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+
+
+def test_export_over_a_loaded_model(tmp_path):
+    """Exporting over a library that is loaded: the loaded module keeps running what it
+    loaded, a new load gets the new model."""
+    path = str(tmp_path / "m.so")
+    m1 = graph.compile(_model(), level="O2")
+    m1.export_library(path)
+    first = graph.load_module(path)
+    x = graph.input("x", (6, 10))
+    m2 = graph.compile(graph.Graph([graph.sigmoid(x, name="y")], name="other"), level="O2")
+    m2.export_library(path)
+    second = graph.load_module(path)
+    xa = np.random.default_rng(7).standard_normal((6, 10)).astype(np.float32)
+    assert second.output_names == ["y"] and first.output_names[0] == "u"
+    np.testing.assert_array_equal(second.run({"x": xa})[0], m2.run({"x": xa})[0])
+    for a, b in zip(first.run({"x": xa}), m1.run({"x": xa})):
         np.testing.assert_array_equal(a, b)
 
 
