@@ -1,10 +1,9 @@
 """What a compiled CUDA kernel needs of an SM, as ptxas reports it, and whether a launch fits.
 
-Takes the PTX nvcc made and its architecture; gives, per kernel, KernelResources (registers
-per thread, static shared memory, spilled bytes) from `ptxas -v`, and check_fits(), which
-refuses a block that no SM could hold: its registers (allocated per warp, in units of 256)
-beyond the 64K a block may use, or more static shared memory than a block may declare.
-Imports only the standard library.
+Takes PTX and its architecture; gives per kernel KernelResources (registers per thread,
+static shared memory, spilled bytes) from `ptxas -v`, and check_fits(), which refuses a block
+no SM could hold: registers (per warp, in units of 256) beyond a block's 64K, or more static
+shared memory than a block may declare. Imports only the standard library.
 """
 from __future__ import annotations
 
