@@ -68,6 +68,65 @@ static void te_open_start(int state) {
 static void te_poison_shared() {
   for (int k = 0; k < te_shared_count; ++k) memset(te_shared_ptr[k], 0xFF, te_shared_size[k]);
 }
+/* Warp shuffles, warp-synchronous as on the GPU: every lane named in the mask stores its
+   value, the lanes meet, each reads its source lane's value, and they meet again before
+   the slots are reused. A lane outside the mask that calls, or a mask naming lanes the
+   block does not have, fails the launch; an inactive source lane's value is undefined
+   (NaN bytes here), as CUDA documents. Kernels that shuffle run as threads (the
+   threaded launcher). */
+static unsigned long long te_warp_slots[1024];
+static int te_warp_arrived[32];
+static unsigned long te_warp_round[32];
+static pthread_mutex_t te_warp_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t te_warp_cond = PTHREAD_COND_INITIALIZER;
+static int te_shuffle_failed;
+static void te_warp_meet(int warp, int count) {
+  pthread_mutex_lock(&te_warp_lock);
+  unsigned long round = te_warp_round[warp];
+  if (++te_warp_arrived[warp] == count) {
+    te_warp_arrived[warp] = 0;
+    ++te_warp_round[warp];
+    pthread_cond_broadcast(&te_warp_cond);
+  } else {
+    while (round == te_warp_round[warp]) pthread_cond_wait(&te_warp_cond, &te_warp_lock);
+  }
+  pthread_mutex_unlock(&te_warp_lock);
+}
+template <typename T> static T te_shuffle(unsigned mask, T v, int src) {
+  int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  int lane = tid & 31, warp = tid >> 5;
+  int lanes = (int)(blockDim.x * blockDim.y * blockDim.z) - (warp << 5);
+  unsigned exist = lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1u;
+  if (!((mask >> lane) & 1u) || (mask & ~exist)) te_shuffle_failed = 1;
+  mask &= exist;
+  int count = __builtin_popcount(mask);
+  memcpy(&te_warp_slots[tid], &v, sizeof(T));
+  te_warp_meet(warp, count);
+  T out;
+  if ((mask >> src) & 1u) memcpy(&out, &te_warp_slots[(warp << 5) + src], sizeof(T));
+  else memset(&out, 0xFF, sizeof(T));
+  te_warp_meet(warp, count);
+  return out;
+}
+static inline int te_lane() {
+  return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
+}
+template <typename T> static T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+  int lane = te_lane();
+  return te_shuffle(mask, v, (lane & ~(width - 1)) + (src & (width - 1)));
+}
+template <typename T> static T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32) {
+  int lane = te_lane();
+  return te_shuffle(mask, v, (lane & (width - 1)) + (int)d < width ? lane + (int)d : lane);
+}
+template <typename T> static T __shfl_up_sync(unsigned mask, T v, unsigned d, int width = 32) {
+  int lane = te_lane();
+  return te_shuffle(mask, v, (lane & (width - 1)) >= (int)d ? lane - (int)d : lane);
+}
+template <typename T> static T __shfl_xor_sync(unsigned mask, T v, int m, int width = 32) {
+  int lane = te_lane(), src = lane ^ m;
+  return te_shuffle(mask, v, (src & ~(width - 1)) == (lane & ~(width - 1)) ? src : lane);
+}
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 """
@@ -152,7 +211,7 @@ extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
     te_open_start(failed ? -1 : 1);
     for (unsigned int k = 0; k < started; ++k) pthread_join(threads[k], 0);
     pthread_barrier_destroy(&te_barrier);
-    failed = failed || te_shared_overflow;
+    failed = failed || te_shared_overflow || te_shuffle_failed;
   }}
   pthread_attr_destroy(&attr);
   delete[] threads;
@@ -212,8 +271,10 @@ class EmulatorBackend:
         dims = (ctypes.c_uint * 6)(*grid, *block)
         if self.launchers[name](pointers, dims):
             raise RuntimeError(f"the CUDA emulator could not run kernel '{name}': it could "
-                               f"not start the {block} threads of a block, or the kernel "
-                               f"module has more than 256 shared arrays")
+                               f"not start the {block} threads of a block, the kernel "
+                               f"module has more than 256 shared arrays, or a warp shuffle's "
+                               f"mask left out a lane that called it or named lanes the "
+                               f"block does not have")
 
     def synchronize(self) -> None:
         pass   # a launch returns when every block has run

@@ -160,8 +160,10 @@ def test_vectorize_and_unroll_symbolic_extent():
 
 def test_bind_reduction_and_non_thread_axis(graph):
     s, A, B, C, R = graph
-    with pytest.raises(te.ScheduleError, match=r"cannot bind reduction axis 'k' to a thread"):
-        s[R].bind(R.op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    with pytest.raises(te.ScheduleError, match=r"^bind on stage 'R': reduction axis 'k' can "
+                       r"be bound to threadIdx.x, .y or .z only \(the threads of one block "
+                       r"combine their partial results\), got 'blockIdx.x'; rfactor it"):
+        s[R].bind(R.op.reduce_axis[0], te.thread_axis("blockIdx.x"))
     with pytest.raises(te.ScheduleError, match=r"thread_ivar must come from te.thread_axis"):
         s[C].bind(C.op.axis[0], C.op.axis[1])
 

@@ -20,6 +20,7 @@ from ..schedule.stage import INLINE, ROOT, SCOPE, SplitRel, Stage
 from . import ir
 from .arith import Analyzer, interval
 from .bound import covers_domain, enclosing_loops, infer_bounds, leaf_to_root, root_value
+from .cross_thread import cross_thread_nest, thread_reduce_tags
 from .compute_with import check_extents, check_same_iteration, fusions, inner_part
 from .index_width import exact_indices
 from .prefetch import prefetch_stmt
@@ -195,6 +196,8 @@ class LoopBuilder:
                               for k, v in enumerate(body)])
             return self._loops(st, leaves, _guarded(data_guard, stores))
         red_guard = _conj([guards[iv] for iv in st.op.reduce_axis] + split_guards[REDUCE])
+        if thread_reduce_tags(st, leaves):
+            return cross_thread_nest(self, st, body, out_idx, first_red, data_guard, red_guard)
         init = _guarded(data_guard, self._init_store(st, body, out_idx))
         update = _guarded(E.logical("and", data_guard, red_guard),
                           self._update_store(st, body, out_idx))
@@ -258,18 +261,24 @@ class LoopBuilder:
                         for k in range(len(body))])
 
     def _update_store(self, st: Stage, body: tuple, idx: tuple) -> ir.Stmt:
+        return self.update_store(body, [st.op.output(k) for k in range(len(body))], idx,
+                                 st.name)
+
+    def update_store(self, body: tuple, outputs: list, idx: tuple,
+                     name: str = "") -> ir.Stmt:
+        """outputs[k][idx] = the combination of its value and reduction body[k]'s source."""
         red = body[0]
         comb = red.combiner
-        current = [TensorLoad(st.op.output_dtype(k), st.op.output(k), idx)
-                   for k in range(len(body))]
+        name = name or outputs[0].name
+        current = [TensorLoad(t.dtype, t, idx) for t in outputs]
         vmap = dict(zip(comb.lhs, current))
         vmap.update(zip(comb.rhs, red.source))
         results = [E.substitute(r, vmap) for r in comb.result]
         if len(results) == 1:
-            stmt = ir.ProducerStore(st.op.output(0), idx, results[0])
+            stmt = ir.ProducerStore(outputs[0], idx, results[0])
         else:  # every result reads every current value: compute all before storing
-            temps = [Var(f"{st.name}_v{k}", r.dtype) for k, r in enumerate(results)]
-            stmt = ir.seq(*[ir.ProducerStore(st.op.output(k), idx, t)
+            temps = [Var(f"{name}_v{k}", r.dtype) for k, r in enumerate(results)]
+            stmt = ir.seq(*[ir.ProducerStore(outputs[k], idx, t)
                             for k, t in enumerate(temps)])
             for t, r in reversed(list(zip(temps, results))):
                 stmt = ir.LetStmt(t, r, stmt)
@@ -281,6 +290,10 @@ class LoopBuilder:
             for cond in reversed(_conjuncts(red.condition)):
                 stmt = ir.IfThenElse(cond, stmt)
         return stmt
+
+    def loops(self, st: Stage, leaves: list, body: ir.Stmt) -> ir.Stmt:
+        """The loops `leaves` of `st` around `body`, with what is attached to them."""
+        return self._loops(st, leaves, body)
 
     def _loops(self, st: Stage, leaves: list, body: ir.Stmt, attach: bool = True) -> ir.Stmt:
         b = self.bounds[st]

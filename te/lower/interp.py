@@ -337,6 +337,20 @@ class _Compiler:
             body()
         return run
 
+    def stmt_ThreadAllreduce(self, s: ir.ThreadAllreduce) -> Callable:
+        # the serial meaning (ir.ThreadAllreduce): the thread loops ran in turn, so each
+        # value already holds the combination over the group
+        values = [self.expr(x) for x in s.values]
+        slots, frame = [self.bind(v) for v in s.results], self.frame
+        body = self.stmt(s.body)
+
+        def run():
+            got = [value() for value in values]
+            for k, x in zip(slots, got):
+                frame[k] = x
+            body()
+        return run
+
     def stmt_Store(self, s: ir.Store) -> Callable:
         b, bufs, k = s.buffer, self.bufs, self.buffer_slot(s.buffer)
         index, value = self.expr(s.index), self.expr(s.value)

@@ -291,6 +291,22 @@ class ParallelTask(Stmt):
     loop: For
 
 
+@dataclass(frozen=True, eq=False)
+class ThreadAllreduce(Stmt):
+    """A reduction across threads (TVM's tvm_thread_allreduce): each thread of a group
+    contributes `values` (one per value of `combiner`); `body` then runs once per group,
+    on its first thread, with `results` (Vars) bound to the values combined over the
+    group. A group: the threads of a block that differ only in the thread axes `tags`
+    (the reduction's loops bound to threads). Where those loops ran one after another
+    (the serial meaning: te's interpreter), `values` already hold the combination, so
+    results = values. Built by te/lower/cross_thread.py."""
+    combiner: Any       # te.compute.expr.CommReducer
+    values: tuple       # Exprs
+    results: tuple      # Vars
+    tags: tuple         # thread tags, e.g. ("threadIdx.x",)
+    body: Stmt
+
+
 def has_pragma(loop: "For", key: str) -> bool:
     return any(k == key for k, _ in loop.pragmas)
 

@@ -310,6 +310,8 @@ def _check_free_vars(func: PrimFunc) -> None:
         if isinstance(s, (ir.For, ir.LetStmt)):
             v = s.loop_var if isinstance(s, ir.For) else s.var
             bound.add(v)
+        elif isinstance(s, ir.ThreadAllreduce):
+            bound.update(s.results)
         for x in stmt_children(s)[0]:
             E.pre_order(x, visit_expr)
     if missing:

@@ -170,6 +170,12 @@ class _Printer:
         self.lines.append(f"{INDENT * depth}let {self.var(s.var)} = {value}")
         yield s.body, depth
 
+    def stmt_ThreadAllreduce(self, s: ir.ThreadAllreduce, depth: int):
+        values = ", ".join(self.expr(x, top=True) for x in s.values)
+        results = ", ".join(self.var(v) for v in s.results)
+        head = f"allreduce {s.combiner.name} over {', '.join(s.tags)}: {results} = ({values})"
+        yield from self.block(head, s.body, depth)
+
     def stmt_ProducerStore(self, s: ir.ProducerStore, depth: int) -> None:
         self.lines.append(f"{INDENT * depth}{self.storage(s.tensor)}[{self.exprs(s.indices)}] "
                           f"= {self.expr(s.value, top=True)}")

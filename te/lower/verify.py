@@ -88,6 +88,13 @@ class _Verifier:
             if s.else_case is not None:
                 todo.append(s.else_case)
             todo.append(s.then_case)
+        elif isinstance(s, ir.ThreadAllreduce):
+            for x in s.values:
+                self.expr(x)
+            for v in s.results:
+                self.vars.add(v)
+                todo.append((self.vars, v))
+            todo.append(s.body)
         elif isinstance(s, ir.ParallelTask):
             self.task(s)
             todo.append(s.loop)

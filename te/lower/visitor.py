@@ -37,6 +37,8 @@ def stmt_children(s: ir.Stmt) -> tuple:
         return (s.extent,), (s.body,)
     if isinstance(s, ir.ParallelTask):
         return (), (s.loop,)
+    if isinstance(s, ir.ThreadAllreduce):
+        return s.values, (s.body,)
     if isinstance(s, (ir.BufferBind, ir.AliasScope)):
         return (), (s.body,)
     raise TypeError(f"unknown statement {type(s).__name__}")
@@ -87,6 +89,8 @@ def _bind(node: ir.Stmt, bound: frozenset) -> frozenset:
         return bound | {node.loop_var}
     if isinstance(node, ir.LetStmt):
         return bound | {node.var}
+    if isinstance(node, ir.ThreadAllreduce):
+        return bound | set(node.results)
     if isinstance(node, ir.Allocate):
         return bound | {node.buffer.data}
     return bound
@@ -214,6 +218,8 @@ def rebuild_stmt(s: ir.Stmt, ex: tuple, st: tuple) -> ir.Stmt:
         return r(s, extent=ex[0], body=st[0])
     if isinstance(s, ir.ParallelTask):
         return r(s, loop=st[0])
+    if isinstance(s, ir.ThreadAllreduce):
+        return r(s, values=tuple(ex), body=st[0])
     if isinstance(s, (ir.BufferBind, ir.AliasScope)):
         return r(s, body=st[0])
     raise TypeError(f"unknown statement {type(s).__name__}")

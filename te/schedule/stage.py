@@ -300,12 +300,14 @@ class Stage:
         if not isinstance(thread_ivar, IterVar) or thread_ivar.iter_type != THREAD:
             raise ScheduleError(f"bind on stage '{self.name}': thread_ivar must come from "
                                 f"te.thread_axis, got {thread_ivar!r}")
-        if iv.iter_type == REDUCE:
-            raise ScheduleError(f"bind on stage '{self.name}': cannot bind reduction axis "
-                                f"'{iv.var.name}' to a thread: threads that combine their "
-                                f"partial results (TVM's cross-thread allreduce) are not "
-                                f"supported; rfactor it and bind the rfactor stage's "
-                                f"spatial axes instead")
+        if iv.iter_type == REDUCE and not thread_ivar.thread_tag.startswith("threadIdx."):
+            # the threads of one block combine their partial results (cross-thread
+            # allreduce, te/lower/cross_thread.py); blocks and virtual threads cannot
+            raise ScheduleError(f"bind on stage '{self.name}': reduction axis "
+                                f"'{iv.var.name}' can be bound to threadIdx.x, .y or .z only "
+                                f"(the threads of one block combine their partial results), "
+                                f"got '{thread_ivar.thread_tag}'; rfactor it and bind the "
+                                f"rfactor stage's spatial axes to blocks instead")
         _check_thread_extent(self.name, iv, thread_ivar)
         self._record(S.Bind(self._ref(), self._axis_ref(iv), thread_ivar.thread_tag))
         attr = self.iter_attrs.setdefault(iv, IterAttr())

@@ -28,6 +28,7 @@ from ...lower.passes.device_split import DevicePlan, KernelPart
 from ...lower.buffers import loaded_buffers, stored_buffers
 from ...lower.passes.device_sync import BLOCK_TAGS, shared_arrays
 from ...lower.passes.storage_flatten import NameTable
+from .allreduce import allreduce_lines
 
 # Integer division and modulo with te's semantics for any integer type: floor (Python's,
 # te's floordiv/floormod) or truncating (C's `/` and `%`), and numpy's answers where C's
@@ -241,6 +242,8 @@ class _KernelGen:
                 return self.stmt(s.body, depth)
             decl = f"{pad}  {self.c_type(b.dtype)} {self.buffer(b)}[{int(s.extent.value)}];"
             return [f"{pad}{{", decl] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
+        if isinstance(s, ir.ThreadAllreduce):
+            return allreduce_lines(self, s, depth)
         if isinstance(s, ir.Evaluate):
             if isinstance(s.value, ir.Prefetch):
                 return []

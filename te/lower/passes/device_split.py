@@ -12,7 +12,7 @@ ir, buffers, visitor, printer, device_sync and te.compute.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from ... import dtype as dt
 from ...compute import expr as E
@@ -23,6 +23,7 @@ from ..buffers import allocated_buffers, loaded_buffers, stored_buffers
 from ..printer import print_expr
 from ..visitor import SKIP, stmt_children, walk_down, walk_stmts
 from .device_carried import check_carried_reads
+from .thread_allreduce import partial_buffers, plan_allreduces
 from .device_sync import (BLOCK_TAGS, check_barriers, check_in_place_updates,
                           check_memory_limits, filled_name, fills_shared_only, stage_name,
                           updated_buffers)
@@ -40,6 +41,8 @@ class KernelPart:
     extents: dict        # thread tag -> launch extent Expr (max over the loops bound to it)
     shared: frozenset    # data Vars of the block's shared buffers
     updated: frozenset   # data Vars of the buffers (not per-thread) it updates in place
+    # id(ir.ThreadAllreduce) -> its AllreducePlan (passes/thread_allreduce.py)
+    allreduces: dict = field(default_factory=dict)
 
     def needs_guard(self, loop: ir.For) -> bool:
         """A loop shorter than its axis's launch extent runs on the first threads only."""
@@ -94,6 +97,7 @@ def split_host_device(func: PrimFunc, target) -> DevicePlan:
                           tuple(v for v in func.scalar_params if v in checker.vars),
                           extents, frozenset(checker.shared),
                           frozenset(updated_buffers(nest) - per_thread))
+        part = replace(part, allreduces=plan_allreduces(part))
         check_memory_limits(name, nest)
         if part.shared:
             check_barriers(part, nest)
@@ -189,6 +193,8 @@ class _KernelChecker:
             for k, x in enumerate(s.stmts):
                 if x in threaded:
                     for y in s.stmts[k + 1:]:
+                        if isinstance(y, ir.ThreadAllreduce) and stage(x) <= partial_buffers(y):
+                            continue   # combines what the threads wrote, across them
                         if stage(y) != stage(x) and loaded_buffers(y) & stage(x):
                             stages.setdefault(stage(y), y)
             if len(stages) > 1:
@@ -228,7 +234,7 @@ class _KernelChecker:
             # Every thread has its own copy: right if each computes all of it (its loops
             # serial), wrong if loops bound to threads split it among them.
             own = _thread_loop_storing(s.body, s.buffer.data)
-            if own is not None:
+            if own is not None and s.buffer.data not in partial_buffers(s.body):
                 _refuse_reused_axis(own, bound)   # the more precise complaint first
                 raise BuildError(f"te.build: target 'cuda': stage '{s.buffer.name}' is "
                                  f"stored per thread (scope '{s.buffer.scope}' inside a "

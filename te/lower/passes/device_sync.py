@@ -76,8 +76,20 @@ def check_barriers(part, s: ir.Stmt) -> None:
     """Every thread of a block must reach each barrier (around a shared fill in a
     sequence): none may sit under a condition, a guarded thread loop, or a loop whose trip
     count varies by thread."""
-    for _ in walk_down(s, (frozenset(), "", False), lambda x, state: _barriers(part, x, state)):
+    for _ in walk_down(s, initial_barrier_state(), lambda x, state: _barriers(part, x, state)):
         pass
+
+
+def initial_barrier_state() -> tuple:
+    """The state of check_barriers' walk at a kernel's top."""
+    return frozenset(), "", False
+
+
+def barrier_state(part, s: ir.Stmt, state: tuple) -> tuple:
+    """What the statements inside `s` see in check_barriers' walk (a fill is walked into,
+    with the state around it)."""
+    inner = _barriers(part, s, state)
+    return (state[0], state[1], False) if inner is SKIP else inner
 
 
 def _barriers(part, s: ir.Stmt, state: tuple):
@@ -107,6 +119,9 @@ def _barriers(part, s: ir.Stmt, state: tuple):
         divergent = f"the condition ({print_expr(s.cond)})"
     elif isinstance(s, ir.LetStmt) and varies(s.value):
         thread_vars = thread_vars | {s.var}
+    elif isinstance(s, ir.ThreadAllreduce) and not divergent:
+        divergent = f"the store of the reduction across {', '.join(s.tags)} (its first " \
+                    f"thread only)"
     return thread_vars, divergent, isinstance(s, ir.SeqStmt)
 
 
