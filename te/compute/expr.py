@@ -59,6 +59,10 @@ class ExprOp:
     def astype(self, dtype: str) -> "Expr":
         return cast(as_expr(self), dtype)
 
+    def equal(self, other) -> "Expr":
+        """self == other, as TVM spells it (tx.var.equal(0))."""
+        return binary("eq", self, other)
+
 
 @dataclass(frozen=True, eq=False)
 class Expr(ExprOp):

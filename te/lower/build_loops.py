@@ -20,7 +20,7 @@ from ..schedule.stage import INLINE, ROOT, SCOPE, SplitRel, Stage
 from . import ir
 from .arith import Analyzer, interval
 from .bound import covers_domain, enclosing_loops, infer_bounds, leaf_to_root, root_value
-from .cross_thread import cross_thread_nest, thread_reduce_tags
+from .cross_thread import check_store_predicate, cross_thread_nest, thread_reduce_tags
 from .compute_with import check_extents, check_same_iteration, fusions, inner_part
 from .index_width import exact_indices
 from .prefetch import prefetch_stmt
@@ -181,6 +181,7 @@ class LoopBuilder:
         self.reads[st] = (body, out_idx, ana)
         self._fuse_into(st)
         leaves = st.leaf_iter_vars
+        check_store_predicate(st, leaves)
         first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == REDUCE), None)
         data_guard = _conj([guards[iv] for iv in st.op.axis] + split_guards[DATA_PAR])
         pos = next((k for k, iv in enumerate(leaves) if iv in st.iter_attrs

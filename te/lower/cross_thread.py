@@ -29,6 +29,17 @@ def thread_reduce_tags(st, leaves: list) -> tuple:
     return tuple(tags)
 
 
+def check_store_predicate(st, leaves: list) -> None:
+    """Stage.set_store_predicate's thread tags must be those a reduction axis of `st` is
+    bound to: the combined result is stored by the first thread of its group, where each
+    of their indices is 0, so the predicate holds and adds no condition."""
+    extra = set(st.store_predicate) - set(thread_reduce_tags(st, leaves))
+    if extra:
+        raise LoweringError(f"stage '{st.name}': set_store_predicate on {', '.join(sorted(extra))}"
+                            f" is supported only for a thread axis that a reduction axis of "
+                            f"the stage is bound to (TVM's cross-thread reduction)")
+
+
 def cross_thread_nest(builder, st, body: tuple, out_idx: tuple, first_red: int,
                       data_guard: E.Expr, red_guard: E.Expr) -> ir.Stmt:
     """The nest of stage `st` (see the module docstring); `builder` is build_loops'

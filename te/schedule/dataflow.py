@@ -286,6 +286,17 @@ def _apply_one(sch: Schedule, step) -> None:
         st.storage_align(_axis(st, step.axis), step.factor, step.offset)
     elif isinstance(step, S.Pragma):
         st.pragma(_axis(st, step.axis), step.key, step.value)
+    elif isinstance(step, S.StorePredicate):
+        thread_vars = {tag: var for var, tag in st.thread_vars.items()}
+        terms = [E.binary("eq", thread_vars[tag], 0) for tag in step.tags.split(",")
+                 if tag in thread_vars]
+        if len(terms) != len(step.tags.split(",")):
+            raise ScheduleError(f"schedule replay: set_store_predicate on stage '{st.name}' "
+                                f"names thread axes {step.tags!r}, not all bound to its loops")
+        predicate = terms[0]
+        for term in terms[1:]:
+            predicate = E.logical("and", predicate, term)
+        st.set_store_predicate(predicate)
     elif isinstance(step, S.Tensorize):
         raise ScheduleError(f"schedule replay: stage '{st.name}' was tensorized with "
                             f"intrinsic '{step.intrin}', a Python object that recorded steps "

@@ -131,6 +131,9 @@ class Stage:
         self.scope = "global"
         self.is_output = False
         self.storage_aligns: list = []  # (root IterVar, factor, offset)
+        # set_store_predicate: the thread tags whose index must be 0 where the stage stores
+        self.store_predicate: tuple = ()
+        self.thread_vars: dict = {}  # Var of a te.thread_axis bound here -> its tag
         self.fused_with: tuple | None = None  # (stage, its leaf IterVar): compute_with
         self.reset_loops()
 
@@ -312,6 +315,25 @@ class Stage:
         self._record(S.Bind(self._ref(), self._axis_ref(iv), thread_ivar.thread_tag))
         attr = self.iter_attrs.setdefault(iv, IterAttr())
         attr.kind, attr.thread_tag = "thread_binding", thread_ivar.thread_tag
+        self.thread_vars[thread_ivar.var] = thread_ivar.thread_tag
+
+    def set_store_predicate(self, predicate) -> None:
+        """Store only where `predicate` holds. Supported: TVM's reduction tutorial's
+        `tx.var.equal(0)` (conjunctions of them), for thread axes tx that a reduction axis
+        of this stage is bound to: the combined result is stored by the first thread of
+        each group already (te/lower/cross_thread.py), so the predicate holds there."""
+        tags = []
+        for term in _conjuncts(predicate):
+            tag = self.thread_vars.get(term.a) if isinstance(term, E.Binary) and \
+                term.op == "eq" and isinstance(term.b, Const) and term.b.value == 0 else None
+            if tag is None:
+                raise ScheduleError(f"set_store_predicate on stage '{self.name}': predicate "
+                                    f"must be tx.var.equal(0) for a thread axis tx bound to "
+                                    f"a loop of this stage (or several joined with &), got "
+                                    f"{predicate!r}")
+            tags.append(tag)
+        self._record(S.StorePredicate(self._ref(), ",".join(tags)))
+        self.store_predicate = tuple(dict.fromkeys(self.store_predicate + tuple(tags)))
 
     def pragma(self, iv: IterVar, key: str, value=None) -> None:
         """Annotate loop `iv` with `key` (and an optional value); the lowered loop carries
@@ -542,3 +564,10 @@ def _check_thread_extent(stage: str, iv: IterVar, thread_ivar: IterVar) -> None:
         raise ScheduleError(f"bind on stage '{stage}': loop '{iv.var.name}' has extent "
                             f"{have.value} but thread axis '{thread_ivar.thread_tag}' was "
                             f"declared with extent {want.value}")
+
+
+def _conjuncts(predicate) -> list:
+    """[a, b] for a & b; the terms of a predicate."""
+    if isinstance(predicate, E.Binary) and predicate.op == "and":
+        return _conjuncts(predicate.a) + _conjuncts(predicate.b)
+    return [predicate]

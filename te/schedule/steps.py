@@ -113,6 +113,14 @@ class Pragma:
 
 
 @dataclass(frozen=True)
+class StorePredicate:
+    """Stage.set_store_predicate: the stage stores where the index of each thread tag in
+    `tags` (comma-separated) is 0."""
+    stage: StageRef
+    tags: str
+
+
+@dataclass(frozen=True)
 class Tensorize:
     """Loops from `axis` inward replaced by tensor intrinsic `intrin` (its name: the
     intrinsic itself holds statements, which JSON does not carry)."""
@@ -157,7 +165,7 @@ class RFactor:
 STEP_TYPES = {cls.__name__: cls for cls in (Split, Fuse, Reorder, Annotate, Bind, ComputeAt,
                                             ComputeWith, Pipeline, ComputeInline, ComputeRoot,
                                             StorageAlign, Pragma, Tensorize, Prefetch, CacheRead,
-                                            CacheWrite, RFactor)}
+                                            CacheWrite, RFactor, StorePredicate)}
 _REF_TYPES = {"AxisRef": AxisRef, "StageRef": StageRef}
 
 

@@ -186,7 +186,9 @@ class _KernelChecker:
             # may follow each other: each thread reads only what it wrote
             def stage(x) -> frozenset:
                 return frozenset(stored_buffers(x) - allocated_buffers(x) - self.shared)
-            threaded = [x for x in s.stmts if self._private_thread_loop(x) is not None]
+            partials = partial_buffers(s)
+            threaded = [x for x in s.stmts
+                        if self._private_thread_loop(x, partials) is not None]
             stages = {stage(x): x for x in threaded}
             # a later statement of another stage that reads what threads wrote (even
             # with no thread loop of its own, e.g. fused by compute_with)
@@ -265,10 +267,20 @@ class _KernelChecker:
     def _cooperative(self, s: ir.Stmt) -> bool:
         return fills_shared_only(s, self.shared)
 
-    def _private_thread_loop(self, s: ir.Stmt):
-        """The first loop in `s` bound to threads that is not a shared-memory fill, or None."""
-        return next((x for x in walk_stmts(s) if isinstance(x, ir.For)
-                     and x.kind == ir.THREAD_BINDING and not self._cooperative(x)), None)
+    def _private_thread_loop(self, s: ir.Stmt, partials: set = frozenset()):
+        """The first statement in `s` whose threads write memory other threads may not see
+        yet, or None: a loop bound to threads that is not a shared-memory fill (nor the
+        threads' partial results of a cross-thread reduction, which it combines), or a
+        cross-thread reduction whose first thread stores outside shared memory."""
+        partials = partials | partial_buffers(s)
+        for x in walk_stmts(s):
+            if isinstance(x, ir.For) and x.kind == ir.THREAD_BINDING \
+                    and not self._cooperative(x) \
+                    and not stored_buffers(x) - allocated_buffers(x) <= partials:
+                return x
+            if isinstance(x, ir.ThreadAllreduce) and not self._cooperative(x):
+                return x
+        return None
 
     def _visit_expr(self, e) -> None:
         if isinstance(e, ir.Load):

@@ -7,7 +7,7 @@ warp and a shared-memory step across warps (TVM's lower_thread_allreduce design)
 what CUDA could not run as the IR means it: a combine that not every thread of the block
 reaches (under a thread-dependent condition), reduction threads that are not the
 innermost axes of the block, or thread extents that are not constants. Imports ir,
-visitor, device_sync and te.compute.
+visitor, printer, device_sync and te.compute.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ...compute import expr as E
 from ...errors import BuildError
 from .. import ir
+from ..printer import print_expr
 from ..visitor import walk_down, walk_stmts
 from .device_sync import BLOCK_TAGS, barrier_state, initial_barrier_state
 
@@ -78,7 +79,8 @@ def _plan(part, node: ir.ThreadAllreduce, who: str) -> AllreducePlan:
         x = part.extents.get(tag)
         if x is not None and not isinstance(x, E.Const):
             raise BuildError(f"{who}: the launch extent of {tag} must be a constant, got "
-                             f"{x}; split the loop bound to it by a constant factor")
+                             f"{print_expr(x)}; split the loop bound to it by a constant "
+                             f"factor")
         extents.append(1 if x is None else int(x.value))
     leading = BLOCK_TAGS[:len(node.tags)]
     if set(node.tags) != set(leading):
