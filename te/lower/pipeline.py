@@ -85,8 +85,10 @@ TAKE_TARGET = ("lower_intrinsics", "loop_partition")
 OPT_IN = ("instrument_bound_checkers",)
 
 # The last pass, for target 'cuda' (passes/device_split.py): which nests become kernels,
-# their launches, and refusals where CUDA code could not agree with the IR. It changes no
-# statement; it gives the plan te/codegen/cuda reads, kept on the function (device_plan).
+# their launches, how each cross-thread reduction runs in its kernel (TVM's
+# lower_thread_allreduce: passes/thread_allreduce.py), and refusals where CUDA code could
+# not agree with the IR. It changes no statement; it gives the plan te/codegen/cuda reads,
+# kept on the function (device_plan).
 # te.build asks for it (lower(..., split_host_device=True), or split_for_device() for a
 # function lowered before); te.lower alone does not, so any function lowered for 'cuda'
 # can still be printed.

@@ -41,7 +41,7 @@ def allreduce_lines(gen, s: ir.ThreadAllreduce, depth: int) -> list:
     lane_mask = FULL_MASK if last == 0 else \
         f"(({tid} >> 5) == {plan.threads // 32} ? {hex((1 << last) - 1)}u : {FULL_MASK})"
     lines.append(f"{inner}const unsigned {mask} = {lane_mask};")
-    lines += [f"{inner}{t} {a} = {(gen.expr(v))};" for t, a, v in zip(types, acc, s.values)]
+    lines += [f"{inner}{t} {a} = {gen.expr(v)};" for t, a, v in zip(types, acc, s.values)]
     if plan.full_warps:
         for off in OFFSETS:
             lines += _shuffle_step(gen, s, types, acc, "xor", mask, off, None, inner)

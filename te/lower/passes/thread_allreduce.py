@@ -6,19 +6,22 @@ block and warps, from which te/codegen/cuda/allreduce.py writes warp shuffles wi
 warp and a shared-memory step across warps (TVM's lower_thread_allreduce design). Refuses
 what CUDA could not run as the IR means it: a combine that not every thread of the block
 reaches (under a thread-dependent condition), reduction threads that are not the
-innermost axes of the block, or thread extents that are not constants. Imports ir,
-visitor, printer, device_sync and te.compute.
+innermost axes of the block, thread extents that are not constants, or shared memory
+over CUDA's limit. Imports ir, visitor, printer, device_sync and te.compute.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from ...compute import expr as E
 from ...errors import BuildError
 from .. import ir
 from ..printer import print_expr
 from ..visitor import walk_down, walk_stmts
-from .device_sync import BLOCK_TAGS, barrier_state, initial_barrier_state
+from .device_sync import (BLOCK_TAGS, MAX_SHARED_BYTES, barrier_state,
+                          initial_barrier_state, shared_arrays)
 
 WARP = 32
 
@@ -70,7 +73,22 @@ def plan_allreduces(part) -> dict:
                              f"same extent, and split the data axes so no bound check "
                              f"encloses the reduction")
         plans[id(node)] = _plan(part, node, who)
+        _check_scratch(part, node, plans[id(node)], who)
     return plans
+
+
+def _check_scratch(part, node: ir.ThreadAllreduce, plan: AllreducePlan, who: str) -> None:
+    """The shared slots across warps, with the kernel's shared arrays, within CUDA's limit."""
+    if plan.segments == 1:
+        return
+    scratch = sum(plan.groups * plan.segments * np.dtype(v.dtype).itemsize
+                  for v in node.results)
+    arrays = sum(size * np.dtype(b.dtype).itemsize for b, size in
+                 shared_arrays(part.body).values())
+    if scratch + arrays > MAX_SHARED_BYTES:
+        raise BuildError(f"{who}: its {scratch} bytes of shared memory across warps and the "
+                         f"kernel's {arrays} exceed CUDA's {MAX_SHARED_BYTES} per block; use "
+                         f"smaller tiles")
 
 
 def _plan(part, node: ir.ThreadAllreduce, who: str) -> AllreducePlan:

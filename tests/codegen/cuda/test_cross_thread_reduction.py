@@ -314,3 +314,24 @@ def test_schedule_errors():
                        r"is supported only for a thread axis that a reduction axis of the "
                        r"stage is bound to"):
         te.lower(s, [A, C], target="cuda")
+
+
+def test_shared_memory_across_warps_counts_against_the_limit():
+    cols, threads = 12285, 945   # a row of 49140 bytes cached in shared memory, 30 warps
+    X = te.placeholder((4, cols), name="X")
+    k = te.reduce_axis((0, cols), "k")
+    M = te.compute((4,), lambda i: te.max(X[i, k], axis=k), name="M")
+    Y = te.compute((4, cols), lambda i, j: X[i, j] - M[i], name="Y")
+    s = te.create_schedule(Y.op)
+    XS = s.cache_read(X, "shared", [M])
+    s[Y].bind(Y.op.axis[0], te.thread_axis("blockIdx.x"))
+    _, ji = s[Y].split(Y.op.axis[1], factor=threads)
+    s[Y].bind(ji, te.thread_axis("threadIdx.x"))
+    _per_row(s, M, (Y, Y.op.axis[0]), threads)
+    s[XS].compute_at(s[Y], Y.op.axis[0])
+    _, xi = s[XS].split(XS.op.axis[1], factor=threads)
+    s[XS].bind(xi, te.thread_axis("threadIdx.x"))
+    with pytest.raises(te.BuildError, match=r"the reduction of 'M.shared' across threadIdx.x: "
+                       r"its 120 bytes of shared memory across warps and the kernel's 49144 "
+                       r"exceed CUDA's 49152 per block; use smaller tiles"):
+        te.build(s, [X, Y], target="cuda")
