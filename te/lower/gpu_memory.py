@@ -131,6 +131,17 @@ class _KernelRun:
             self.loads(s.index, mask, weight)
             self.loads(s.value, mask, weight)
             self.request(s, s.buffer, "store", s.index, mask, weight)
+        elif isinstance(s, ir.ThreadAllreduce):
+            # the combine itself moves registers (shuffles) and a few shared slots, left
+            # out; the body runs on the first thread of each group
+            for x in s.values:
+                self.loads(x, mask, weight)
+            for v in s.results:
+                self.env[v] = UNKNOWN
+            first = mask.copy()
+            for tag in s.tags:
+                first &= self.thread_index[tag] == 0
+            self.stmt(s.body, first, weight)
         elif isinstance(s, ir.Allocate):
             self.stmt(s.body, mask, weight)
         elif isinstance(s, ir.Evaluate):

@@ -162,6 +162,13 @@ def test_softmax_one_block_per_row_in_one_kernel():
     x = rand_array((rows, cols)) * 4
     (y,) = run_emulated(mod, [x], [(rows, cols)], ["float32"])
     np.testing.assert_allclose(y, np_softmax(x), rtol=1e-5, atol=1e-6)
+    # the memory oracle: rows read and written whole by consecutive threads; each block's
+    # combined max and sum stored once, by its first thread
+    report = mod.memory_report(blocks=None)
+    assert report.coalesced
+    for name in ("mx.shared", "total.shared"):
+        store = report.find(name, "store")
+        assert (store.requests, store.lanes) == (rows, rows)
 
 
 def test_layernorm_one_block_per_row_with_a_tuple_reducer():
