@@ -75,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
                            help="xgb (default), optuna, ga, random or grid")
             c.add_argument("--timeout", type=float, default=None,
                            help="stop after this many seconds")
+            c.add_argument("--batch-size", type=_positive_int, default=16,
+                           help="trials per round of the task scheduler (default 16)")
     c = sub.add_parser("cache", help="the compile cache: info (entries, bytes) or clear")
     c.add_argument("action", choices=("info", "clear"))
     return p
@@ -139,7 +141,8 @@ def _compare(path: str, feeds: dict, outs: list) -> str:
 
 def _tune(g, args) -> int:
     result = graph.autotune(g, trials=args.trials, log=args.log, level=args.level,
-                            tuner=args.tuner, seed=args.seed, timeout=args.timeout)
+                            tuner=args.tuner, seed=args.seed, timeout=args.timeout,
+                            batch_size=args.batch_size)
     print(result)
     print(f"records in '{args.log}': python -m graph run {args.model} --level {args.level} "
           f"--tuning-log {args.log}")

@@ -51,15 +51,20 @@ class GraphTuneResult:
     def __str__(self) -> str:
         lines = [f"graph.autotune: {self.spent}/{self.trials} trials over {len(self.tuned)} "
                  f"tasks, tuned kernels {self.estimate * 1e3:.3f} ms (weight x best time)",
-                 f"  {'task':<40} {'weight':>6} {'trials':>6} {'best ms':>9} {'GFLOP/s':>8}"]
+                 f"  {'task':<36} {'output':<18} {'weight':>6} {'trials':>6} {'best ms':>9} "
+                 f"{'GFLOP/s':>8}"]
         for t in self.tuned:
             r = t.result
-            lines.append(f"  {t.name[:40]:<40} {t.weight:>6} {len(r.history):>6} "
-                         f"{r.best_time * 1e3:>9.4f} {r.best_gflops:>8.2f}")
+            lines.append(f"  {t.name[:36]:<36} {_shape(t):<18} {t.weight:>6} "
+                         f"{len(r.history):>6} {r.best_time * 1e3:>9.4f} {r.best_gflops:>8.2f}")
         for t in self.tasks:
             if t.reason is not None:
                 lines.append(f"  not tunable: {t.name} (x{t.weight}): {t.reason}")
         return "\n".join(lines)
+
+
+def _shape(task) -> str:
+    return "x".join(str(d) for d in task.shape)
 
 
 def autotune(g, trials: int = 2000, log: str | os.PathLike | None = None, level: str = "O2",

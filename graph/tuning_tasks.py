@@ -47,6 +47,11 @@ class TuningTask:
         return self.reason is None
 
     @property
+    def shape(self) -> tuple:
+        """The (first) output's shape."""
+        return tuple(int(d.value) for d in self.outs[0].shape)
+
+    @property
     def args(self) -> list:
         """The kernel's arguments as graph.kernels.build_kernel passes them."""
         return self.ins + self.outs

@@ -16,6 +16,8 @@ from onnx_export import to_onnx
 
 # one cheap timing per trial: the tests check what is tuned and logged, not how fast
 FAST = te.autotune.MeasureOptions(number=1, repeat=1, min_repeat_ms=0)
+# and the random tuner: no cost model to featurize candidates for
+QUICK = dict(seed=0, measure_option=FAST, tuner="random")
 
 
 def _rand(rng, *shape):
@@ -150,7 +152,7 @@ def tuned(tmp_path_factory):
     """(graph, GraphTuneResult, log) of two_branch_model tuned for 12 trials."""
     g = two_branch_model()
     log = str(tmp_path_factory.mktemp("tune") / "tiny.jsonl")
-    result = graph.autotune(g, trials=12, log=log, batch_size=4, seed=0, measure_option=FAST,
+    result = graph.autotune(g, trials=12, log=log, batch_size=4, **QUICK,
                             verbose=0)
     return g, result, log
 
@@ -174,10 +176,10 @@ def test_tune_resumes_without_measuring_again(tuned, tmp_path):
     log = str(tmp_path / "copy.jsonl")
     shutil.copy(first_log, log)
     records = _lines(log)
-    again = graph.autotune(g, trials=12, log=log, batch_size=4, seed=0, measure_option=FAST,
+    again = graph.autotune(g, trials=12, log=log, batch_size=4, **QUICK,
                            verbose=0)
     assert again.spent == 12 and len(_lines(log)) == len(records)
-    more = graph.autotune(g, trials=16, log=log, batch_size=4, seed=0, measure_option=FAST,
+    more = graph.autotune(g, trials=16, log=log, batch_size=4, **QUICK,
                           verbose=0)
     assert more.spent == 16
     new = _lines(log)[len(records):]
@@ -255,9 +257,10 @@ def model_path(tmp_path):
 def test_cli_tune_then_run_with_the_log(model_path, tmp_path, capsys, monkeypatch):
     log = str(tmp_path / "cli.jsonl")
     monkeypatch.setattr(graph, "autotune", _fast(graph.autotune))
-    assert main(["tune", model_path, "--trials", "4", "--log", log]) == 0
+    assert main(["tune", model_path, "--trials", "4", "--log", log, "--batch-size", "2"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("graph.autotune: 4/4 trials over 2 tasks")
+    assert len(open(log).readlines()) >= 4
     assert f"--tuning-log {log}" in out
     assert main(["run", model_path, "--level", "O2", "--tuning-log", log]) == 0
     assert "max |ours - onnxruntime|" in capsys.readouterr().out
@@ -265,7 +268,7 @@ def test_cli_tune_then_run_with_the_log(model_path, tmp_path, capsys, monkeypatc
 
 def _fast(autotune):
     def run(*args, **kw):
-        return autotune(*args, measure_option=FAST, verbose=0, batch_size=2, **kw)
+        return autotune(*args, measure_option=FAST, verbose=0, **kw)
     return run
 
 
@@ -275,6 +278,8 @@ def _fast(autotune):
      "argument --trials: must be a positive int, got 'many'"),
     (["--log", "x.jsonl"], "the following arguments are required: --trials"),
     (["--trials", "4"], "the following arguments are required: --log"),
+    (["--trials", "4", "--log", "x.jsonl", "--batch-size", "-1"],
+     "argument --batch-size: must be a positive int, got '-1'"),
 ])
 def test_cli_tune_errors_name_the_parameter(model_path, capsys, argv, message):
     with pytest.raises(SystemExit) as exc:
