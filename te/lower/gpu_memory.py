@@ -27,6 +27,10 @@ from .printer import print_expr
 from .visitor import stmt_children, walk_stmts
 
 
+# the statement of a cross-thread reduction, where te/lower/ir.py has it
+_ALLREDUCE = getattr(ir, "ThreadAllreduce", None)
+
+
 class _Unknown:
     """The value of an expression that reads memory: addresses built from it are unknown."""
 
@@ -68,6 +72,10 @@ class _KernelRun:
         self.memory_stmts: dict = {}   # id(Stmt) -> whether it touches global or shared
         self.plans: dict = {}          # id(Expr) -> its load_plan
         self.closures: dict = {}       # id(Expr) -> its value as a closure
+        # storage allocated inside the kernel other than shared is each thread's own
+        # (registers, whatever its scope says), as the code generator makes it
+        self.private = {x.buffer.data for x in walk_stmts(part.body)
+                        if isinstance(x, ir.Allocate) and x.buffer.scope != "shared"}
         self.sampled_loops = False
         self.data_dependent_control = False
         self.vector_group = None       # inside a vectorized loop: its requests by site
@@ -147,6 +155,16 @@ class _KernelRun:
         elif isinstance(s, ir.Evaluate):
             if not isinstance(s.value, ir.Prefetch):
                 self.loads(s.value, mask, weight)
+        elif _ALLREDUCE is not None and isinstance(s, _ALLREDUCE):
+            # each thread's values, then the body on the first thread of each group; the
+            # combined results are data, and the reduction's own shuffles and shared
+            # scratch are not in the IR (not counted)
+            for value in s.values:
+                self.loads(value, mask, weight)
+            first = mask
+            for tag in s.tags:
+                first = first & (self.thread_index[tag] == 0)
+            self.stmt(s.body, first, weight)
         else:
             raise LoweringError(f"memory_report: cannot analyse {type(s).__name__} in "
                                 f"kernel '{self.part.name}'")
@@ -196,9 +214,9 @@ class _KernelRun:
 
             def visit(e):
                 nonlocal found
-                found = found or (isinstance(e, ir.Load) and e.buffer.scope != "local")
+                found = found or (isinstance(e, ir.Load) and self.shared_or_global(e.buffer))
             for node in walk_stmts(s):
-                if isinstance(node, ir.Store) and node.buffer.scope != "local":
+                if isinstance(node, ir.Store) and self.shared_or_global(node.buffer):
                     found = True
                     break
                 for x in stmt_children(node)[0]:
@@ -208,10 +226,13 @@ class _KernelRun:
             self.memory_stmts[id(s)] = found
         return found
 
+    def shared_or_global(self, buffer: ir.Buffer) -> bool:
+        return buffer.scope in ("global", "shared") and buffer.data not in self.private
+
     # -- requests ----------------------------------------------------------------------
     def request(self, node, buffer: ir.Buffer, access: str, index: E.Expr,
                 mask: np.ndarray, weight: float) -> None:
-        if buffer.scope not in ("global", "shared"):
+        if not self.shared_or_global(buffer):
             return   # per-thread storage: registers
         site = self.sites.get(id(node))
         if site is None:
@@ -287,7 +308,7 @@ class _KernelRun:
     def _make_plan(self, e: E.Expr) -> tuple:
         if isinstance(e, ir.Load):
             inner = self.load_plan(e.index)
-            if e.buffer.scope == "local" and not inner:
+            if not self.shared_or_global(e.buffer) and not inner:
                 return ()
             return (("load", e, inner),)
         if isinstance(e, E.Select):

@@ -85,10 +85,10 @@ def test_a_strided_read_wastes_what_it_skips(stride, efficiency):
     assert stats.efficiency == pytest.approx(efficiency, abs=1e-12)
 
 
-def _shared_read(read, size):
+def _shared_read(read, size, dtype="float32"):
     """C[i] = A.shared[read(i)] for 32 threads, the tile filled by the same threads."""
-    A = te.placeholder((size,), name="A")
-    C = te.compute((32,), lambda i: A[read(i)] + 1.0, name="C")
+    A = te.placeholder((size,), name="A", dtype=dtype)
+    C = te.compute((32,), lambda i: A[read(i)] + te.const(1, dtype), name="C")
     s = te.create_schedule(C.op)
     AS = s.cache_read(A, "shared", [C])
     bx, tx = s[C].split(C.op.axis[0], factor=32)
@@ -118,6 +118,20 @@ def test_shared_reads_count_bank_conflicts(name, read, ways):
     assert (stats.requests, stats.max_ways, stats.ways) == (1, ways, ways), name
     assert report.conflict_free == (ways == 1)
     assert report.find("A.shared", "store").max_ways == 1   # the fill: consecutive words
+
+
+@pytest.mark.parametrize("dtype, sectors", [("float64", 8), ("int8", 1), ("int16", 2)])
+def test_element_sizes_other_than_four_bytes(dtype, sectors):
+    """A warp reading 32 consecutive elements needs 32 x size bytes: 8 sectors of float64,
+    one of int8; shared memory serves 8-byte words in two passes, which is no conflict."""
+    mod, _ = _shared_read(lambda i: i, 64, dtype)
+    a = rand_array((64,), dtype)
+    (c,) = run_emulated(mod, [a], [(32,)], [dtype])
+    np.testing.assert_array_equal(c, a[:32] + np.array(1, dtype))
+    report = mod.memory_report()
+    assert report.find("A").sectors_per_request == sectors
+    assert report.coalesced and report.conflict_free
+    assert report.find("A.shared", "load").ways == 1
 
 
 def test_vectorized_loops_count_as_wide_accesses_when_contiguous():
@@ -216,6 +230,14 @@ def test_the_gpu_matmul_tutorials_final_kernel_is_coalesced_and_conflict_free():
     # a warp is two rows of 16 threads: 64 bytes of each row, 2 sectors
     assert report.find("B").sectors_per_request == 4
     assert report.find("A.shared", "load").requests == 30 * 8 * K   # 8 warps, every k
+    # three blocks and 8 of the 16 steps of each k tile: the same counts, scaled
+    sampled = mod.memory_report()
+    assert "sampled 3 of 30 blocks; loops over 8 iterations sampled" in str(sampled)
+    for buffer, access in (("A", "load"), ("B", "load"), ("A.shared", "load")):
+        exact, estimate = report.find(buffer, access), sampled.find(buffer, access)
+        assert estimate.efficiency == exact.efficiency == 1.0
+        assert estimate.sectors_per_request == pytest.approx(exact.sectors_per_request,
+                                                             rel=0.1)
 
 
 def test_tvm_gemm_schedule_loads_are_coalesced_and_its_shared_tiles_conflict_free():
