@@ -6,7 +6,8 @@ argument buffer, temporary or size variable goes in each slot). A loop bound to 
 axis becomes `const int i = threadIdx.x;` (guarded by `if (threadIdx.x < extent)` where the
 loop is shorter than its axis's launch); vectorized and unrolled loops become `#pragma
 unroll` loops; per-thread buffers become local arrays, shared ones `__shared__` arrays with
-`__syncthreads()` before and after each statement that fills them. The source compiles with
+`__syncthreads()` before and after each run of fills (a fill that reads an earlier one of
+the run starts a new one). The source compiles with
 nvcc, and as plain C++ after the prelude runtime/cuda_emulator.py supplies. Imports te.lower
 (ir, the device split), te.compute.expr and te.dtype; the C types come with the target
 (te.target, from runtime.cuda).
@@ -213,7 +214,7 @@ class _KernelGen:
         # declares it, and copies of its allocation (unrolled loops) must not add more
         for b, extent in shared_arrays(self.part.body).values():
             lines.append(f"  __shared__ {self.c_type(b.dtype)} {self.buffer(b)}[{extent}];")
-        lines += self.stmt(self.part.body, 1)
+        lines += _one_barrier_per_run(self.stmt(self.part.body, 1))
         lines.append("}")
         return "\n".join(lines) + "\n", params
 
@@ -258,7 +259,7 @@ class _KernelGen:
         pad = "  " * depth
         lines: list = []
         written: set = set()   # shared buffers filled since the last barrier
-        for x in stmts:
+        for x in _spliced(stmts):
             fill = self.part.is_shared_fill(x)
             if fill and (not written or loaded_buffers(x) & written):
                 self.barrier(lines, pad)
@@ -450,6 +451,32 @@ def c_literal(c: E.Const, c_types) -> str:
         text += ".0"
     text += "f" if c.dtype == "float32" else ""
     return f"({text})" if v < 0 or text.startswith("-") else text
+
+
+def _spliced(stmts: tuple):
+    """`stmts` with each shared allocation replaced by its body's statements: it declares
+    nothing where it stands (the arrays are at the kernel's top), and a fill inside it
+    then joins the run of fills before it (one barrier for both, where neither reads the
+    other)."""
+    for x in stmts:
+        while isinstance(x, ir.Allocate) and x.buffer.scope == "shared":
+            x = x.body
+        if isinstance(x, ir.SeqStmt):
+            yield from _spliced(x.stmts)
+        else:
+            yield x
+
+
+def _one_barrier_per_run(lines: list) -> list:
+    """`lines` without a barrier that directly follows another: consecutive lines are in
+    one block (every block opens and closes on a line of its own), so the second waits for
+    nothing the first did not."""
+    out: list = []
+    for line in lines:
+        if line.strip() == "__syncthreads();" and out and out[-1].strip() == line.strip():
+            continue
+        out.append(line)
+    return out
 
 
 def _bare(text: str) -> str:
