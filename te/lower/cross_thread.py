@@ -61,8 +61,9 @@ def cross_thread_nest(builder, st, body: tuple, out_idx: tuple, first_red: int,
     update_nest = builder.loops(st, leaves[first_red:], update)
     results = tuple(Var(f"{st.name}.red{'' if len(body) == 1 else k}", p.dtype)
                     for k, p in enumerate(partials))
-    stores = ir.seq(*[ir.ProducerStore(st.op.output(k), out_idx, r)
-                      for k, r in enumerate(results)])
+    stored = _with_init(red, results) if red.init else results
+    stores = ir.seq(*[ir.ProducerStore(st.op.output(k), out_idx, v)
+                      for k, v in enumerate(stored)])
     if not (isinstance(data_guard, Const) and data_guard.value):
         stores = ir.IfThenElse(data_guard, stores)
     values = tuple(TensorLoad(p.dtype, p, zero) for p in partials)
@@ -72,6 +73,14 @@ def cross_thread_nest(builder, st, body: tuple, out_idx: tuple, first_red: int,
         nest = ir.ProducerRealize(p, (Range(E.const(0, "int32"), E.const(1, "int32")),),
                                   "local", nest)
     return builder.loops(st, leaves[:first_red], nest)
+
+
+def _with_init(red: Reduce, results: tuple) -> tuple:
+    """The combination of the reduction's init= values with the combined `results`: the
+    partials start at the combiner's identity, the initial value joins once, at the end."""
+    vmap = dict(zip(red.combiner.lhs, red.init))
+    vmap.update(zip(red.combiner.rhs, results))
+    return tuple(E.substitute(r, vmap) for r in red.combiner.result)
 
 
 def _check(st, leaves: list, first_red: int, body: tuple, tags: tuple, who: str) -> None:
@@ -84,9 +93,5 @@ def _check(st, leaves: list, first_red: int, body: tuple, tags: tuple, who: str)
                             f"loop must come before the reduction loops, but "
                             f"'{late[0].var.name}' comes after "
                             f"'{leaves[first_red].var.name}'; reorder it outward")
-    if body[0].init:
-        raise LoweringError(f"{who}: a reduction with init= cannot have its reduction loop "
-                            f"bound to a thread yet; leave init out and add the initial "
-                            f"value in a stage after it")
     if not all(isinstance(b, Reduce) for b in body):
         raise LoweringError(f"{who}: every output must be a reduction")

@@ -110,6 +110,23 @@ def test_integer_and_double_values_shuffle(dtype):
         np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-12)
 
 
+def test_init_joins_once():
+    A = te.placeholder((6, 45), name="A")
+    C0 = te.placeholder((6,), name="C0")
+    k = te.reduce_axis((0, 45), "k")
+    C = te.compute((6,), lambda i: te.max(A[i, k], axis=k, init=C0[i]), name="C")
+    s = te.create_schedule(C.op)
+    io, ii = s[C].split(C.op.axis[0], factor=4)   # C0's index: io * 4 + ii, guarded
+    s[C].bind(io, te.thread_axis("blockIdx.x"))
+    s[C].bind(ii, te.thread_axis("threadIdx.y"))
+    s[C].bind(k, te.thread_axis("threadIdx.x"))
+    mod = te.build(s, [A, C0, C], target="cuda")
+    a, c0 = rand_array((6, 45)), rand_array((6,))
+    c0[:3] = 5.0   # above every value of A: the initial value wins
+    (c,) = run_emulated(mod, [a, c0], [(6,)], ["float32"])
+    np.testing.assert_array_equal(c, np.maximum(a.max(axis=1), c0))
+
+
 def _argmax():
     def combine(x, y):
         index = te.if_then_else(y[1] > x[1], y[0],
@@ -307,12 +324,7 @@ def test_schedule_errors():
                        r"must be tx.var.equal\(0\) for a thread axis tx bound to a loop of "
                        r"this stage"):
         s[B].set_store_predicate(te.thread_axis("threadIdx.y").var.equal(0))
-    C = te.compute((8,), lambda i: te.sum(A[i, k], axis=k, init=1.0), name="C")
-    s = te.create_schedule(C.op)
-    s[C].bind(C.op.reduce_axis[0], te.thread_axis("threadIdx.x"))
-    with pytest.raises(te.LoweringError, match=r"stage 'C': a reduction with init= cannot "
-                       r"have its reduction loop bound to a thread yet"):
-        te.lower(s, [A, C], target="cuda")
+    C = te.compute((8,), lambda i: te.sum(A[i, k], axis=k), name="C")
     s = te.create_schedule(C.op)
     tx = te.thread_axis("threadIdx.x")
     s[C].bind(C.op.axis[0], tx)
