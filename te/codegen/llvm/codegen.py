@@ -45,6 +45,7 @@ _TRACKS_MEMORY = (tir.Store, tir.SeqStmt)
 _IDENTITY = {"add": 0, "sub": 0, "mul": 1}
 _MAX_STACK_BYTES = 64 * 1024
 _FULL_UNROLL_LIMIT = 16
+MAX_DENSE_STRIDE = 4   # a strided vector load reads its whole span (stride 2: pool, pack)
 
 
 def mem_type(dtype: str) -> ir.Type:
@@ -685,6 +686,14 @@ class FuncGen(BlockValues):
         if _is_dense_ramp(index):
             ptr = self.address(buf, self.index_value(index.base))
             return self.from_mem(self.load(buf.data, ptr, mem_type(e.dtype), align), e.dtype)
+        stride = _small_stride(index)
+        if stride:  # one dense load of the lanes' span (its ends are lanes), every stride-th
+            span = ir.VectorType(mem_type(dt.base(e.dtype)), (n - 1) * stride + 1)
+            ptr = self.address(buf, self.index_value(index.base))
+            wide = self.load(buf.data, ptr, span, align)
+            lanes = ir.Constant(ir.VectorType(I32, n), [k * stride for k in range(n)])
+            return self.from_mem(self.b.shuffle_vector(wide, ir.Constant(span, None), lanes),
+                                 e.dtype)
         index = self.index_value(index)  # gather, lane by lane
         lanes = []
         for k in range(n):
@@ -829,6 +838,14 @@ def _step(index: E.Expr, var: E.Var, ana: Analyzer):
 def _is_dense_ramp(index: E.Expr) -> bool:
     return (isinstance(index, E.Ramp) and isinstance(index.stride, E.Const)
             and int(index.stride.value) == 1)
+
+
+def _small_stride(index: E.Expr) -> int | None:
+    """The constant stride of a ramp index with stride 2 to MAX_DENSE_STRIDE, else None."""
+    if isinstance(index, E.Ramp) and isinstance(index.stride, E.Const):
+        stride = int(index.stride.value)
+        return stride if 2 <= stride <= MAX_DENSE_STRIDE else None
+    return None
 
 
 def _const_int(v):
