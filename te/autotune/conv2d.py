@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from ..compute import ops
-from ..compute.ops.conv2d_gemm import CROP_TAG, GEMM_TAG, PACK_TAG
+from ..compute.ops.conv2d_gemm import CROP_TAG, GEMM_TAG, PACK_TAG, gemm_pixels
 from ..compute.ops.nn import conv2d_geometry
 from ..compute.tensor import ComputeOp, Tensor
 from ..errors import ArgumentError
@@ -25,15 +25,27 @@ DIRECT_TAGS = ("conv2d_nchw", "depthwise_conv2d_nchw")
 MIN_GEMM_CHANNELS = 4    # output channels per group: below that the tile is mostly padding
 L2_BYTES = 1 << 20        # the packed input of one image that counts as L2-resident
 PANEL_BLOCK = 7          # pixel panels packed and computed together (1x1 convs)
+WIDE_TILE_COST = 0.94    # time per padded pixel of a 3-vector tile, relative to 2 vectors
 MIN_GEMM_REDUCTION = 8   # input channels per group x kernel taps (depthwise 3x3: 9)
 
 
-def conv2d_tile(dtype: str = "float32") -> tuple:
-    """(mr, nr): output channels x pixels of the register tile. nr is two vectors; mr
-    leaves room in the vector registers (32 on AVX-512, 16 on AVX2) for the 2 pixel
-    vectors and a broadcast next to the mr * 2 accumulators."""
+def conv2d_tile(dtype: str = "float32", pixels: int | None = None) -> tuple:
+    """(mr, nr): output channels x pixels of the register tile. On AVX-512 8 channels by
+    2 or 3 vectors (16 or 24 accumulators of the 32 registers, with the pixel vectors and
+    a broadcast): 3 vectors load fewer operands per FMA, and are taken where the GEMM's
+    `pixels` (gemm_pixels) rounded up to whole tiles leave little more padding than with
+    2 (not for 7x7 or 14x14 images). AVX2: 4 channels by 3 vectors (12 of 16 registers)."""
     lanes = vector_lanes(dtype)
-    return (8 if lanes >= 16 else 4), 2 * lanes if lanes >= 16 else 3 * lanes
+    if lanes < 16:
+        return 4, 3 * lanes
+    if pixels is not None and _ceil_to(pixels, 3 * lanes) * WIDE_TILE_COST <= \
+            _ceil_to(pixels, 2 * lanes):
+        return 8, 3 * lanes
+    return 8, 2 * lanes
+
+
+def _ceil_to(x: int, m: int) -> int:
+    return -(-x // m) * m
 
 
 def conv2d_weight_tile(data_shape, kernel_shape, groups: int = 1,
@@ -60,13 +72,16 @@ def conv2d_compute(data: Tensor, kernel: Tensor, strides=1, padding=0, dilation=
     bad arguments raise conv2d_nchw's errors, whichever form they would get. `packed`:
     the kernel already in conv2d_pack_weight's layout (for conv2d_weight_tile's mr), read
     instead of `kernel`, which then only gives the shapes; only for the GEMM form."""
-    conv2d_geometry(data, kernel, strides, padding, dilation, groups, "conv2d_nchw")
+    stride, dil, _, khw, out_hw = conv2d_geometry(data, kernel, strides, padding, dilation,
+                                                  groups, "conv2d_nchw")
     static = all(hasattr(d, "value") for d in (*data.shape, *kernel.shape))
     mr = conv2d_weight_tile(*([int(d.value) for d in t.shape] for t in (data, kernel)),
                             groups, data.dtype) if static else None
     if mr is not None:
+        pixels = gemm_pixels(out_hw, khw, stride, dil, groups)
         return ops.conv2d_nchw_gemm(data, kernel, strides, padding, dilation, groups,
-                                    tile=conv2d_tile(data.dtype), name=name, packed=packed)
+                                    tile=conv2d_tile(data.dtype, pixels), name=name,
+                                    packed=packed)
     if packed is not None:
         raise ArgumentError(f"te.autotune.conv2d_compute: packed weights are only read by "
                             f"the GEMM form (conv2d_weight_tile not None), and this conv "
@@ -151,35 +166,62 @@ def _schedule_gemm(out: Tensor, found: list, gemm: ComputeOp):
     qo, qi = s[pack].split(q, factor=wq)
     s[pack].parallel(s[pack].fuse(n, c))
     s[pack].vectorize(s[pack].split(qi, factor=min(lanes, wq))[1])
-    # the GEMM: pixel tiles (with batch and group) in parallel, channel tiles inside; an
-    # mr x nr tile accumulates in registers over (channels, kernel rows, kernel columns)
+    # the GEMM: an mr x nr tile accumulates in registers over (channels, kernel rows,
+    # kernel columns); computed per channel block where it can, else whole before the crop
     mr, nr = gemm.attrs["tile"]
     Yf = gemm.output(0)
     local = s.cache_write(Yf, "local")
     axes = list(s[Yf].op.axis)
-    f, p = axes[-2:]
-    fo, fi = s[Yf].split(f, factor=mr)
-    po, pi = s[Yf].split(p, factor=nr)
-    if _channels_outer(pack):
-        s[Yf].reorder(*axes[:-2], fo, po, fi, pi)
-        s[Yf].parallel(s[Yf].fuse(*axes[:-2], fo))
-        s[local].compute_at(s[Yf], po)
+    if len(axes) == 3 and _channels_outer(pack):
+        _gemm_in_blocks(s, out, found, gemm, lanes)
     else:
-        s[Yf].reorder(*axes[:-2], po, fo, fi, pi)
-        s[Yf].parallel(s[Yf].fuse(*axes[:-2], po))
-        s[local].compute_at(s[Yf], fo)
-    s[Yf].unroll(fi)
-    s[Yf].vectorize(pi)
+        _gemm_whole(s, Yf, pack, (mr, nr))
+        _epilogue(s, out, found, gemm)
+        _out_loops(s, out, lanes)
     lf, lp = s[local].op.axis[-2:]
     rc, ry, rx = s[local].op.reduce_axis
+    s[local].compute_at(s[Yf], s[Yf].leaf_iter_vars[-3])
     s[local].reorder(rc, ry, rx, lf, lp)
     for ax in (ry, rx, lf):
         s[local].unroll(ax)
     s[local].vectorize(lp)
-    # the crop with the epilogue, one pass over the output
-    _epilogue(s, out, found, gemm)
-    _out_loops(s, out, lanes)
     return s
+
+
+def _gemm_whole(s, Yf: Tensor, pack: ComputeOp, tile) -> None:
+    """The whole GEMM as a stage of its own, before the crop: pixel tiles (with batch and
+    group) in parallel and channel tiles inside, or the other way round (_channels_outer)."""
+    mr, nr = tile
+    axes = list(s[Yf].op.axis)
+    fo, fi = s[Yf].split(axes[-2], factor=mr)
+    po, pi = s[Yf].split(axes[-1], factor=nr)
+    outer, inner = (fo, po) if _channels_outer(pack) else (po, fo)
+    s[Yf].reorder(*axes[:-2], outer, inner, fi, pi)
+    s[Yf].parallel(s[Yf].fuse(*axes[:-2], outer))
+    s[Yf].unroll(fi)
+    s[Yf].vectorize(pi)
+
+
+def _gemm_in_blocks(s, out: Tensor, found: list, gemm: ComputeOp, lanes: int) -> None:
+    """The GEMM computed per block of mr output channels (with the batch) inside the
+    output's parallel loop, each block's result cropped (through the epilogue) right after,
+    while it is in L2, not written whole and read back; each block streams its weights
+    once over every pixel tile, which re-read the packed input from L2 (groups 1)."""
+    mr, nr = gemm.attrs["tile"]
+    Yf = gemm.output(0)
+    _epilogue(s, out, found, gemm)
+    n, f, y, x = s[out].op.axis
+    fo, fi = s[out].split(f, factor=mr)
+    s[out].reorder(n, fo, fi, y, x)
+    block = s[out].fuse(n, fo)
+    s[out].parallel(block)
+    s[out].vectorize(s[out].split(x, factor=max(1, min(lanes, int(out.shape[3].value))))[1])
+    s[Yf].compute_at(s[out], block)
+    yn, yf, yp = s[Yf].op.axis
+    po, pi = s[Yf].split(yp, factor=nr)
+    s[Yf].reorder(yn, po, yf, pi)
+    s[Yf].unroll(yf)
+    s[Yf].vectorize(pi)
 
 
 def _schedule_direct(out: Tensor, found: list, conv: ComputeOp):

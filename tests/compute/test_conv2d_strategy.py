@@ -2,6 +2,7 @@
 convolution on random data: odd sizes, strides, dilation, groups, asymmetric padding,
 batch 2, alone and with a fused epilogue stage built as the graph's fusion builds it
 (te.compute over the conv output + a per-channel bias, then relu, or + a residual)."""
+import importlib
 import re
 
 import numpy as np
@@ -107,7 +108,10 @@ def test_conv2d_strategy_matches_numpy(case, epilogue):
 
 def test_epilogue_is_computed_in_the_conv_output_loop():
     """The epilogue stage replaces the crop: one output loop nest, no second pass (the
-    crop stage is inlined, so no buffer of the conv's NCHW result is allocated)."""
+    crop stage is inlined, so no buffer of the conv's NCHW result is allocated). The GEMM
+    is computed per block of output channels inside that nest's parallel loop (a small
+    image's packed input fits in L2), its full pixel tiles and the last, partial one each
+    accumulated in a register tile."""
     X = te.placeholder((1, 8, 9, 9), name="X")
     W = te.placeholder((16, 8, 3, 3), name="W")
     B = te.placeholder((16,), name="B")
@@ -116,7 +120,9 @@ def test_epilogue_is_computed_in_the_conv_output_loop():
                      name="epilogue")
     text = str(te.lower(te.autotune.schedule_conv2d(out), [X, W, B, out]))
     assert re.findall(r"allocate (\S+)\[", text) == ["conv2d_pack", "conv2d_gemm",
-                                                      "conv2d_gemm.local"]
+                                                      "conv2d_gemm.local", "conv2d_gemm.local"]
+    assert re.search(r"parallel for \(n\.f\.outer\.fused, 0, 2\) \{\s*allocate conv2d_gemm\[",
+                     text), text
     assert len(re.findall(r"epilogue\[", text)) == 1     # one store: the crop loop's
 
 
@@ -174,3 +180,48 @@ def test_schedule_conv2d_refuses_a_graph_without_conv():
         te.autotune.schedule_conv2d(Y)
     with pytest.raises(ArgumentError, match="out must be a te.Tensor"):
         te.autotune.schedule_conv2d(Y.op)
+
+
+# (N, C, H, W, OC, k, stride, padding): per-shape tiles (3 vectors wide where the pixels
+# round up well), channel blocks and pixel tiles outermost, at both vector widths
+TILE_CASES = [
+    (1, 9, 40, 37, 13, 3, 1, 1),      # 40 x 39 pixel rows: 3-vector tiles, channel blocks
+    (1, 70, 59, 60, 11, 3, 1, 1),     # pixel tiles outermost, 3-vector tiles
+    (2, 16, 14, 14, 24, 3, 1, 1),     # 14 x 16 pixel rows: 2-vector tiles
+    (1, 9, 30, 31, 12, 3, 2, 1),      # stride 2
+    (1, 10, 28, 28, 17, 1, 1, 0),     # 1x1, 784 pixels: 3-vector panels
+]
+
+
+@pytest.mark.parametrize("lanes", [8, 16], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("case", TILE_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_tiles_of_both_vector_widths_match_numpy(case, lanes, monkeypatch):
+    """The host's vector width decides the tile; forced here (wider vectors than the host's
+    are split by LLVM), so both widths' schedules are checked on any host."""
+    monkeypatch.setattr(importlib.import_module("te.autotune.conv2d"), "vector_lanes",
+                        lambda dtype="float32": lanes)
+    n, c, h, wd, oc, k, stride, pad = case
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((n, c, h, wd)).astype(np.float32)
+    w = rng.standard_normal((oc, c, k, k)).astype(np.float32)
+    conv, fn, (res,) = _build(x, w, stride, pad, 1, 1, "residual")
+    assert conv.op.tag == "conv2d_gemm_crop"
+    args = [x, w, rng.standard_normal(tuple(int(d.value) for d in conv.shape)).astype(
+        np.float32)]
+    want = conv_ref(x, w, (stride, stride), _as4(pad), (1, 1), 1) + args[2]
+    got = np.full(want.shape, np.nan, np.float32)
+    fn(*args, got)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_tile_width_follows_the_pixel_count(monkeypatch):
+    """AVX-512: 3 vectors (48 pixels) where rounding up to them pads little more than to 2
+    (ResNet's 56x56 and 28x28 layers), 2 vectors for 14x14 and 7x7 images; AVX2 keeps 4x24."""
+    mod = importlib.import_module("te.autotune.conv2d")
+    monkeypatch.setattr(mod, "vector_lanes", lambda dtype="float32": 16)
+    tile = te.autotune.conv2d_tile
+    assert [tile("float32", p) for p in (56 * 58, 28 * 30, 56 * 56, 28 * 28)] == [(8, 48)] * 4
+    assert [tile("float32", p) for p in (14 * 16, 7 * 9, 14 * 14, 7 * 7)] == [(8, 32)] * 4
+    assert tile("float32") == (8, 32)
+    monkeypatch.setattr(mod, "vector_lanes", lambda dtype="float32": 8)
+    assert tile("float32", 56 * 58) == tile("float32") == (4, 24)

@@ -47,6 +47,15 @@ def _ceil_to(x: int, m: int) -> int:
     return -(-x // m) * m
 
 
+def gemm_pixels(out_hw, kernel_hw, stride, dilation, groups: int) -> int:
+    """The GEMM's pixel columns before rounding up to whole register tiles: OH * OW for a
+    1x1 kernel (groups 1: the panel form), else OH rows of the phase row pitch."""
+    (OH, OW), (kh, kw), sw, dw = out_hw, kernel_hw, stride[1], dilation[1]
+    if kh == kw == 1 and groups == 1:
+        return OH * OW
+    return OH * (OW + (kw - 1) * dw // sw)
+
+
 def packed_weight_shape(kernel_shape, groups: int, mr: int) -> tuple:
     """conv2d_pack_weight's output shape for a (OC, ICg, KH, KW) kernel."""
     OC, ICg, KH, KW = kernel_shape
@@ -138,7 +147,7 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
     # phases actually read (a 1x1 stride-2 kernel reads phase (0, 0) only)
     pha, phb = min(sh, (kh - 1) * dh + 1), min(sw, (kw - 1) * dw + 1)
     wq = OW + (kw - 1) * dw // sw                 # phase row pitch: OW and the kernel's reach
-    npix = _ceil_to(OH * wq, nr)
+    npix = _ceil_to(gemm_pixels((OH, OW), (kh, kw), (sh, sw), (dh, dw), groups), nr)
     reach = (kh - 1) * dh // sh * wq + (kw - 1) * dw // sw
     rows = -(-(npix + reach) // wq)               # what the last pixel tile reads
 
