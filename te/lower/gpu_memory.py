@@ -27,10 +27,6 @@ from .printer import print_expr
 from .visitor import stmt_children, walk_stmts
 
 
-# the statement of a cross-thread reduction, where te/lower/ir.py has it
-_ALLREDUCE = getattr(ir, "ThreadAllreduce", None)
-
-
 class _Unknown:
     """The value of an expression that reads memory: addresses built from it are unknown."""
 
@@ -155,16 +151,6 @@ class _KernelRun:
         elif isinstance(s, ir.Evaluate):
             if not isinstance(s.value, ir.Prefetch):
                 self.loads(s.value, mask, weight)
-        elif _ALLREDUCE is not None and isinstance(s, _ALLREDUCE):
-            # each thread's values, then the body on the first thread of each group; the
-            # combined results are data, and the reduction's own shuffles and shared
-            # scratch are not in the IR (not counted)
-            for value in s.values:
-                self.loads(value, mask, weight)
-            first = mask
-            for tag in s.tags:
-                first = first & (self.thread_index[tag] == 0)
-            self.stmt(s.body, first, weight)
         else:
             raise LoweringError(f"memory_report: cannot analyse {type(s).__name__} in "
                                 f"kernel '{self.part.name}'")
