@@ -185,3 +185,34 @@ def test_te_build_without_a_gpu_still_refuses_to_run_and_names_the_emulator():
     c = np.empty(5, "float32")
     mod.emulator()(a, a, c)
     np.testing.assert_allclose(c, 2 * a)
+
+
+def test_the_reduction_tutorials_cross_thread_reduction_as_written():
+    """TVM's reduction tutorial, its GPU part (cross-thread reduction) with only the imports
+    changed: printed, built for 'cuda' and checked (in the emulator where no GPU is)."""
+    import warnings
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), "k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    BF = s.rfactor(B, ki)
+    xo, xi = s[B].split(s[B].op.axis[0], factor=32)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.y"))
+    tx = te.thread_axis("threadIdx.x")
+    s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    s[B].set_store_predicate(tx.var.equal(0))
+    assert "allreduce sum over threadIdx.x" in str(tvm.lower(s, [A, B], simple_mode=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # the emulator's, once a process
+        fcuda = tvm.build(s, [A, B], "cuda")
+    assert "__shfl_down_sync" in fcuda.imported_modules[0].get_source()
+    nn = 128
+    dev = tvm.cuda(0)
+    a = tvm.nd.array(RNG.uniform(size=(nn, nn)).astype(A.dtype), dev)
+    b = tvm.nd.array(np.zeros(nn, dtype=B.dtype), dev)
+    fcuda(a, b)
+    tvm.testing.assert_allclose(b.numpy(), np.sum(a.numpy(), axis=1), rtol=1e-4)
