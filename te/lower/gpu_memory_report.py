@@ -141,15 +141,16 @@ class MemoryReport:
 
     @property
     def coalesced(self) -> bool:
-        """Every global access uses every sector it fetches (efficiency 1.0)."""
-        return all(a.efficiency >= 1.0 - 1e-9 for km in self.kernels for a in km.accesses
-                   if a.scope == "global")
+        """Every global access uses every sector it fetches (efficiency 1.0); False where
+        an address depends on loaded data (unresolved), which cannot be shown coalesced."""
+        return all(a.efficiency >= 1.0 - 1e-9 and not a.unresolved for km in self.kernels
+                   for a in km.accesses if a.scope == "global")
 
     @property
     def conflict_free(self) -> bool:
-        """No shared access has a bank conflict."""
-        return all(a.max_ways <= 1.0 + 1e-9 for km in self.kernels for a in km.accesses
-                   if a.scope == "shared")
+        """No shared access has a bank conflict (nor an address that depends on data)."""
+        return all(a.max_ways <= 1.0 + 1e-9 and not a.unresolved for km in self.kernels
+                   for a in km.accesses if a.scope == "shared")
 
     def __str__(self) -> str:
         lines = [f"memory access report of '{self.function}': addresses traced on the CPU, "

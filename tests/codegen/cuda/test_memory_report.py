@@ -169,6 +169,7 @@ def test_a_gather_counts_its_data_dependent_addresses_as_unresolved():
     assert report.find("idx").efficiency == 1.0
     gathered = report.find("A")
     assert (gathered.unresolved, gathered.requests) == (2, 0)
+    assert not report.coalesced   # what cannot be followed is not claimed coalesced
     assert "2 requests with data-dependent addresses not counted" in str(report)
 
 
