@@ -3,7 +3,10 @@
 Takes te's CUDA source and each kernel's C parameter types; gives EmulatorBackend, the
 interface of cuda.PycudaBackend over numpy copies. A kernel without barriers runs its
 threads one after another (a race between them cannot show); one with __syncthreads() runs
-a block's threads as pthreads meeting at a real barrier, over NaN-poisoned shared memory.
+a block's threads as fibers on one OS thread, switching at each barrier (in turn, the order
+reversed every other block, so a read of shared memory that a missing barrier leaves before
+its write shows as NaN in one of the two orders), over NaN-poisoned shared memory; a
+module with warp shuffles runs them as pthreads meeting at a real barrier.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ static pthread_barrier_t te_barrier;
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#define __syncthreads() pthread_barrier_wait(&te_barrier)
+#define __syncthreads() te_syncthreads()
 /* Each __shared__ array registers once; before every block they are all filled with 0xFF
    bytes (NaN as float), so a read of shared memory no thread of the block wrote shows. */
 static void* te_shared_ptr[256];
@@ -148,6 +151,107 @@ FAST_MATH = {
 }
 PRELUDE += "".join(f"#define {call} {body}\n" for call, body in FAST_MATH.items())
 
+# A block's threads as fibers (ucontext) on the launching thread: __syncthreads() switches
+# to the next fiber, so the barrier costs a context switch in this process instead of a
+# wake-up of every thread through the OS scheduler (which on a loaded machine made kernels
+# with a barrier in their reduction loop take minutes).
+FIBERS = """\
+#include <sys/mman.h>
+#include <ucontext.h>
+static const unsigned long te_fiber_stack = 2ul << 20;   /* te allows 512 KiB per thread */
+static int te_fiber_mode;
+static unsigned te_fiber_n, te_fiber_cur;
+static ucontext_t te_fiber_launcher;
+static ucontext_t* te_fiber_ctx;
+static te_dim3* te_fiber_tid;
+static unsigned long* te_fiber_syncs;
+static void** te_fiber_args;
+static void te_fiber_switch(unsigned next) {
+  unsigned me = te_fiber_cur;
+  te_fiber_cur = next;
+  threadIdx = te_fiber_tid[next];
+  swapcontext(&te_fiber_ctx[me], &te_fiber_ctx[next]);
+}
+static void te_syncthreads() {
+  if (!te_fiber_mode) {
+    pthread_barrier_wait(&te_barrier);
+    return;
+  }
+  ++te_fiber_syncs[te_fiber_cur];
+  if (te_fiber_n > 1) te_fiber_switch(te_fiber_cur + 1 == te_fiber_n ? 0 : te_fiber_cur + 1);
+}
+/* a fiber whose kernel returned: the next one finishes, the last returns to the launcher */
+static void te_fiber_done() {
+  if (te_fiber_cur + 1 < te_fiber_n) te_fiber_switch(te_fiber_cur + 1);
+}
+/* stacks and contexts for n fibers, a guard page under each stack; 0 when out of memory */
+static char* te_fiber_alloc(unsigned n) {
+  size_t bytes = (size_t)n * te_fiber_stack;
+  void* stacks = mmap(0, bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (stacks == MAP_FAILED) return 0;
+  for (unsigned k = 0; k < n; ++k) mprotect((char*)stacks + k * te_fiber_stack, 4096, PROT_NONE);
+  te_fiber_ctx = new ucontext_t[n];
+  te_fiber_tid = new te_dim3[n];
+  te_fiber_syncs = new unsigned long[n];
+  return (char*)stacks;
+}
+static void te_fiber_free(char* stacks, unsigned n) {
+  munmap(stacks, (size_t)n * te_fiber_stack);
+  delete[] te_fiber_ctx;
+  delete[] te_fiber_tid;
+  delete[] te_fiber_syncs;
+}
+"""
+
+# A block's threads as fibers (FIBERS), for kernels with __syncthreads() and no shuffles.
+# Returns 2 when the threads of a block passed different numbers of barriers (a barrier
+# only some reached: on a GPU, a hang or undefined behaviour).
+FIBER_LAUNCHER = """\
+static void te_fiber_main_{name}() {{
+  void** a = te_fiber_args;
+  {name}({args});
+  te_fiber_done();
+}}
+extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
+  gridDim = te_dim3{{d[0], d[1], d[2]}};
+  blockDim = te_dim3{{d[3], d[4], d[5]}};
+  unsigned n = d[3] * d[4] * d[5];
+  char* stacks = te_fiber_alloc(n);
+  if (!stacks) return 1;
+  te_fiber_args = a;
+  te_fiber_n = n;
+  te_fiber_mode = 1;
+  int failed = te_shared_overflow;
+  unsigned long block = 0;
+  for (unsigned int bz = 0; bz < d[2] && !failed; ++bz)
+  for (unsigned int by = 0; by < d[1] && !failed; ++by)
+  for (unsigned int bx = 0; bx < d[0] && !failed; ++bx, ++block) {{
+    blockIdx = te_dim3{{bx, by, bz}};
+    te_poison_shared();
+    for (unsigned k = 0; k < n; ++k) {{
+      unsigned t = block % 2 ? n - 1 - k : k;   /* every other block in reverse order */
+      te_fiber_tid[k] = te_dim3{{t % d[3], (t / d[3]) % d[4], t / (d[3] * d[4])}};
+      te_fiber_syncs[k] = 0;
+      getcontext(&te_fiber_ctx[k]);
+      te_fiber_ctx[k].uc_stack.ss_sp = stacks + k * te_fiber_stack + 4096;
+      te_fiber_ctx[k].uc_stack.ss_size = te_fiber_stack - 4096;
+      te_fiber_ctx[k].uc_link = &te_fiber_launcher;
+      makecontext(&te_fiber_ctx[k], te_fiber_main_{name}, 0);
+    }}
+    te_fiber_cur = 0;
+    threadIdx = te_fiber_tid[0];
+    swapcontext(&te_fiber_launcher, &te_fiber_ctx[0]);
+    for (unsigned k = 1; k < n; ++k)
+      if (te_fiber_syncs[k] != te_fiber_syncs[0]) failed = 2;
+    failed = failed ? failed : te_shared_overflow;
+  }}
+  te_fiber_mode = 0;
+  te_fiber_free(stacks, n);
+  return failed;
+}}
+"""
+
 # One thread after another: for kernels without barriers.
 LAUNCHER = """\
 extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
@@ -170,7 +274,8 @@ extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
 """
 
 
-# A block's threads all at once (a pthread each), for kernels with __syncthreads().
+# A block's threads all at once (a pthread each), for modules with warp shuffles (lanes that
+# wait for each other in the middle of an expression).
 THREADED_LAUNCHER = """\
 struct te_thread_{name} {{ void** a; te_dim3 t; }};
 static void* te_thread_main_{name}(void* p) {{
@@ -228,12 +333,15 @@ class EmulatorBackend:
         if compiler is None:
             raise RuntimeBuildError("the CUDA emulator needs a C++ compiler (c++ or g++) "
                                     "on PATH")
-        parts = [PRELUDE, _register_shared_arrays(source)]
+        parts = [PRELUDE, FIBERS, _register_shared_arrays(source)]
+        shuffles = "__shfl" in source
         for kernel in kernels:
             types = param_types[kernel.name]
             args = ", ".join(f"({t})a[{k}]" if t.endswith("*") else f"*({t}*)a[{k}]"
                              for k, t in enumerate(types))
-            launcher = THREADED_LAUNCHER if kernel.uses_barriers else LAUNCHER
+            launcher = LAUNCHER
+            if kernel.uses_barriers or shuffles:
+                launcher = THREADED_LAUNCHER if shuffles else FIBER_LAUNCHER
             parts.append(launcher.format(name=kernel.name, args=args))
         self.types = param_types
         with tempfile.TemporaryDirectory(prefix="te_emulate_") as tmp:
@@ -269,7 +377,12 @@ class EmulatorBackend:
         for k, p in enumerate(params):
             pointers[k] = p.ctypes.data
         dims = (ctypes.c_uint * 6)(*grid, *block)
-        if self.launchers[name](pointers, dims):
+        failed = self.launchers[name](pointers, dims)
+        if failed == 2:
+            raise RuntimeError(f"the CUDA emulator ran kernel '{name}': the threads of a "
+                               f"block passed different numbers of __syncthreads() barriers "
+                               f"(a barrier only some threads reach)")
+        if failed:
             raise RuntimeError(f"the CUDA emulator could not run kernel '{name}': it could "
                                f"not start the {block} threads of a block, the kernel "
                                f"module has more than 256 shared arrays, or a warp shuffle's "
