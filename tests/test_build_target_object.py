@@ -106,8 +106,9 @@ def test_cuda_launch_limits_come_from_the_target():
 def test_the_tuners_target_check_parses_the_target():
     TuneOptions = te.autotune.TuneOptions
     assert TuneOptions(target=" llvm ").target == " llvm "
-    for bad in ("llvm -mcpu=x86-64", "cuda", "opencl", parse_target("llvm"), ""):
+    assert TuneOptions(target="cuda -arch=sm_80").target == "cuda -arch=sm_80"
+    for bad in ("llvm -mcpu=x86-64", "cuda -mcpu=x", "opencl", parse_target("llvm"), ""):
         with pytest.raises(te.ArgumentError, match=r"^te.autotune: target must be 'llvm' "
-                                                   r"\(this CPU\), got "):
+                                                   r"\(this CPU\) or 'cuda', got "):
             TuneOptions(target=bad)
 

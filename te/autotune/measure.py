@@ -1,8 +1,9 @@
 """Measurement in isolated worker processes: compile, check against a reference, time.
 
-Takes candidates as LLVM IR text plus a kernel signature (lowering and codegen run in the
-tuning process; native compilation and execution run in the workers, where a crash or a
-hang costs one trial). Gives MeasureResults with an error kind. Workers are fresh Python
+Takes candidates as LLVM IR text plus a kernel signature, or for target 'cuda' a CUDA
+module's parts (task.cuda_job: source, PTX, launch sizes); lowering and codegen run in the
+tuning process, native compilation and execution in the workers, where a crash or a hang
+costs one trial. Gives MeasureResults with an error kind. Workers are fresh Python
 interpreters started with subprocess (the spawn start method, minus multiprocessing's
 re-import of the user's __main__ and its pickled bootstrap) that speak JSON lines over
 pipes; they are reused across candidates and restarted after a crash or a timeout.
@@ -65,6 +66,7 @@ class Job:
     ll: str
     signature: str      # KernelSignature.to_json()
     config: dict        # for the hook only
+    cuda: dict | None = None   # target 'cuda': task.cuda_job, and ll is ""
 
 
 class _Worker:
@@ -172,7 +174,8 @@ class LocalRunner:
                     continue
                 j = todo.pop(0)
                 msg = {"task": self.task, "ll": jobs[j].ll, "sig": jobs[j].signature,
-                       "config": jobs[j].config, "make_ref": make_ref, "best": best,
+                       "cuda": jobs[j].cuda, "config": jobs[j].config,
+                       "make_ref": make_ref, "best": best,
                        "opts": {k: getattr(opts, k) for k in ("number", "repeat",
                                 "min_repeat_ms", "rtol", "atol", "check", "hook",
                                 "timeout")}}

@@ -21,11 +21,12 @@ from .search import TUNERS
 class TuneOptions:
     """How te.autotune searches: `trials` configs measured at most (those already in `log`
     for this workload, target and version count and are not measured again), on `target`
-    ("llvm": this CPU), appending each measurement to `log` (a JSON-lines file, resumed
-    from) when given; proposed by `tuner` (xgb, optuna, ga, random or grid, seeded by `seed`)
-    in batches of `batch_size`; stopping after `timeout` seconds or `early_stopping` trials
-    without a better config; measured as `measure_option` says (MeasureOptions() when
-    None); a progress line on stderr unless `verbose` is 0."""
+    ("llvm": this CPU; "cuda": the GPU, or the CUDA emulator where none is present, for a
+    template that binds GPU threads), appending each measurement to `log` (a JSON-lines
+    file, resumed from) when given; proposed by `tuner` (xgb, optuna, ga, random or grid,
+    seeded by `seed`) in batches of `batch_size`; stopping after `timeout` seconds or
+    `early_stopping` trials without a better config; measured as `measure_option` says
+    (MeasureOptions() when None); a progress line on stderr unless `verbose` is 0."""
     trials: int = 500
     target: str = "llvm"
     log: str | os.PathLike | None = None
@@ -53,13 +54,15 @@ def _positive_seconds(x) -> bool:
         and x > 0
 
 
-def _llvm_here(target) -> bool:
+def _measurable_here(target) -> bool:
     # Workers compile for this host; other CPUs (-mcpu/-mattr) cannot be measured here.
+    # A 'cuda' target (with its -arch) runs on the GPU or in the CUDA emulator.
     try:
         parsed = parse_target(target)
     except BuildError:
         return False
-    return isinstance(target, str) and parsed.kind == "llvm" and not parsed.options
+    return isinstance(target, str) and (parsed.kind == "cuda" or
+                                        (parsed.kind == "llvm" and not parsed.options))
 
 
 def _log_path(log) -> bool:
@@ -69,7 +72,7 @@ def _log_path(log) -> bool:
 # option -> (check, what it must be), in the order of the fields
 _CHECKS = {
     "trials": (lambda v: _is_int(v) and v >= 1, "a positive int"),
-    "target": (_llvm_here, "'llvm' (this CPU)"),
+    "target": (_measurable_here, "'llvm' (this CPU) or 'cuda'"),
     "log": (_log_path, "a file path (str or os.PathLike) or None"),
     "tuner": (lambda v: isinstance(v, str) and v in TUNERS, f"one of {', '.join(TUNERS)}"),
     "timeout": (lambda v: v is None or _positive_seconds(v),

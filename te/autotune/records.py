@@ -29,7 +29,8 @@ OLD_SPLIT_FORMAT = 1
 # four are properties of the config; the last three may pass (load, a bad measure option).
 INSTANTIATION_ERROR = "instantiation_error"  # ScheduleError: an illegal config
 LOWER_ERROR = "lower_error"                  # lowering or codegen raised
-COMPILE_ERROR = "compile_error"              # LLVM compilation raised in the worker
+COMPILE_ERROR = "compile_error"              # LLVM compilation in the worker, or te.build
+                                             # for 'cuda' (its GPU limits, nvcc) raised
 RUNTIME_ERROR = "runtime_error"              # the kernel raised a Python error
 WRONG_ANSWER = "wrong_answer"                # result differs from the reference
 CRASH = "crash"                              # the worker process died (segfault, abort)

@@ -160,7 +160,7 @@ def confirm_leaders(runner, task, result: TuneResult, parallel: bool, version) -
     jobs, kept = [], []
     for trial in leaders:
         job, err = compile_job(task, ConfigEntity.from_json_dict(task.space, trial.config),
-                               parallel)
+                               parallel, result.target)
         if err is None:
             jobs.append(job)
             kept.append(trial)

@@ -2,16 +2,21 @@
 
 Gives AutoTask (the automatic space over a compute graph) and TemplateTask (a template with
 its arguments), each with a space, instantiate(cfg) -> (schedule, args) and a reference
-schedule; compile_job (a config lowered and compiled to LLVM IR here, for the workers),
+schedule; compile_job (a config lowered and compiled here, for the workers: to LLVM IR, or
+for target 'cuda' to a CUDA module's parts, run on the GPU or in the CUDA emulator),
 estimate_flops and random_inputs. Imports te.compute, te.schedule, te.lower, te.build,
-auto_space, measure, records and workload.
+runtime.devices, auto_space, measure, records and workload.
 """
 from __future__ import annotations
 
-from ..build import emit_llvm
+import functools
+
+from runtime.devices import cuda as cuda_device
+
+from ..build import build, emit_llvm
 from ..compute import expr as E
 from ..compute.tensor import ComputeOp, PlaceholderOp
-from ..errors import ArgumentError, ScheduleError
+from ..errors import ArgumentError, BuildError, ScheduleError
 from ..lower.pipeline import lower
 from ..schedule.schedule import create_schedule, topo_order
 from ..target import parse_target
@@ -76,19 +81,51 @@ class TemplateTask:
 
 def compile_job(task, cfg, parallel: bool, target="llvm"):
     """(Job, None) or (None, MeasureResult with the error) for one config, compiled for
-    `target` (a string or te.target.Target; workers compile for this host, options.py)."""
+    `target` (a string or te.target.Target; workers compile for this host, options.py;
+    'cuda': cuda_job)."""
     target = parse_target(target)
     try:
         s, args = task.instantiate(cfg)
     except ScheduleError as err:
         return None, R.MeasureResult(error=R.INSTANTIATION_ERROR, msg=str(err))
+    config = cfg.to_json_dict() if cfg is not None else {}
+    if target.kind == "cuda":
+        return cuda_job(s, args, target, config)
     try:
         func = lower(s, args, target, name="main")
         ll, sig = emit_llvm(func, target, parallel)
         sig = sig.to_json()
     except Exception as err:  # noqa: BLE001 - a lowering bug fails one trial, not the run
         return None, R.MeasureResult(error=R.LOWER_ERROR, msg=f"{type(err).__name__}: {err}")
-    return Job(ll, sig, cfg.to_json_dict() if cfg is not None else {}), None
+    return Job(ll, sig, config), None
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_present() -> bool:
+    """Whether a CUDA device can be opened here (asked once: pycuda's probe is slow)."""
+    return cuda_device(0).exist
+
+
+def cuda_job(s, args, target, config: dict):
+    """A config built for 'cuda' by te.build (CUDA C, and PTX when nvcc is on PATH), as the
+    worker rebuilds it: the module's source and kernels with the launch sizes of its
+    constant shapes, to run on the GPU, or in the CUDA emulator where none is present
+    (gpu_present). What te.build refuses (launch or shared-memory limits, nvcc's errors) is
+    a compile_error, any other failure a lower_error; the run goes on."""
+    try:
+        mod = build(s, args, target=target, name="main")
+        counts, dims = mod.launch_plan(())
+    except (BuildError, ScheduleError) as err:
+        return None, R.MeasureResult(error=R.COMPILE_ERROR, msg=str(err))
+    except Exception as err:  # noqa: BLE001 - a lowering bug fails one trial, not the run
+        return None, R.MeasureResult(error=R.LOWER_ERROR, msg=f"{type(err).__name__}: {err}")
+    spec = {"source": mod.source, "ptx": mod.ptx, "emulate": not gpu_present(),
+            "kernels": [[k.name, [list(p) for p in k.params], k.uses_barriers]
+                        for k in mod.kernels],
+            "temporaries": [[t.name, t.dtype] for t in mod.temporaries],
+            "counts": [int(n) for n in counts],
+            "dims": [[list(map(int, grid)), list(map(int, block))] for grid, block in dims]}
+    return Job("", mod.signature.to_json(), config, cuda=spec), None
 
 
 def estimate_flops(outputs) -> float:

@@ -4,14 +4,17 @@ Takes a task (task.py: an automatic space over a compute graph, or a template wi
 arguments) and its TuneOptions (options.py); gives a TuneResult (result.py). Each batch: the tuner
 proposes configs, each is instantiated (ScheduleError -> instantiation_error) and lowered
 here, compiled, checked and timed in the workers, appended to the log and told to the
-tuner. An existing log resumes (result.resume). Imports runtime, features, measure,
-options, records, result, search, task and workload.
+tuner. An existing log resumes (result.resume). Target 'cuda' (a template that binds GPU
+threads) measures on the GPU, or where none is present in the CUDA emulator, with a
+warning: emulated times rank CPU emulation, so they are taken once and not re-measured.
+Imports runtime, features, measure, options, records, result, search, task and workload.
 """
 from __future__ import annotations
 
 import math
 import sys
 import time
+import warnings
 
 import runtime
 
@@ -23,7 +26,7 @@ from . import result as H
 from . import search
 from .measure import LocalRunner
 from .options import TuneOptions
-from .task import compile_job, estimate_flops, random_inputs
+from .task import TemplateTask, compile_job, estimate_flops, gpu_present, random_inputs
 from .workload import package_version
 
 
@@ -134,6 +137,7 @@ class Session:
     def __init__(self, task, options: TuneOptions, workers: LocalRunner | None = None,
                  result: H.TuneResult | None = None):
         self.task, self.options = task, options
+        self.emulated = _check_cuda(task, options.target)   # before any worker starts
         self.start = time.time()
         self.result = result or H.TuneResult(task, options.target,
                                              estimate_flops(task.outputs), log=options.log)
@@ -168,7 +172,8 @@ class Session:
             return 0
         self.prepare()
         result = self.result
-        res = _measure_batch(self.runner, self.task, batch, self.parallel, self.best_time)
+        res = _measure_batch(self.runner, self.task, batch, self.parallel, self.best_time,
+                             self.options.target)
         for cfg, r in zip(batch, res):
             trial = H.Trial(cfg.to_json_dict(), r)
             result.history.append(trial)
@@ -181,8 +186,9 @@ class Session:
 
     def finish(self) -> None:
         """Re-measure the leaders (H.confirm_leaders) where new trials came, or where the
-        run that logged them stopped before this step."""
-        if self.new or not H.leaders_confirmed(self.result):
+        run that logged them stopped before this step; not emulated ones (their times say
+        little about the GPU, and cost seconds each)."""
+        if not self.emulated and (self.new or not H.leaders_confirmed(self.result)):
             self.prepare()
             H.confirm_leaders(self.runner, self.task, self.result, self.parallel,
                               self.version)
@@ -197,8 +203,34 @@ class Session:
         self.close()
 
 
+def _check_cuda(task, target: str) -> bool:
+    """Whether the run is emulated: target 'cuda' where no GPU is present (warned once per
+    process). The automatic space schedules for the CPU: 'cuda' needs a template."""
+    if target.split()[0] != "cuda":
+        return False
+    if not isinstance(task, TemplateTask):
+        raise ArgumentError(f"te.autotune: target {target!r} needs a template "
+                            f"(@te.autotune.template) whose schedule binds GPU threads; the "
+                            f"automatic space of {task.name} schedules for the CPU ('llvm')")
+    if gpu_present():
+        return False
+    global _warned_emulated
+    if not _warned_emulated:
+        _warned_emulated = True
+        warnings.warn(EMULATED, RuntimeWarning, stacklevel=5)
+    return True
+
+
+_warned_emulated = False
+EMULATED = ("te.autotune: target 'cuda': no CUDA device (or no pycuda) here, so each config "
+            "runs once in the CUDA emulator on the CPU (runtime/cuda_emulator.py): results "
+            "are checked as on a GPU, but the times rank CPU emulation, not GPU speed; tune "
+            "on a machine with a GPU for a config that is fast there")
+
+
 def _set_reference(runner, task, parallel: bool, seed) -> None:
-    """Give the workers the task: its inputs and the unscheduled schedule's outputs."""
+    """Give the workers the task: its inputs and the unscheduled schedule's outputs (run
+    on this CPU, whatever the target: the reference of a 'cuda' run too)."""
     s, args = task.reference()
     ref_job, err = compile_job(_Fixed(s, args), None, parallel)
     if err is not None:
@@ -220,11 +252,12 @@ class _Fixed:
         return self.s, self.args
 
 
-def _measure_batch(runner, task, batch: list, parallel: bool, best: float) -> list:
+def _measure_batch(runner, task, batch: list, parallel: bool, best: float,
+                   target: str = "llvm") -> list:
     results: list = [None] * len(batch)
     jobs, where = [], []
     for k, cfg in enumerate(batch):
-        job, err = compile_job(task, cfg, parallel)
+        job, err = compile_job(task, cfg, parallel, target)
         if err is not None:
             results[k] = err
         else:

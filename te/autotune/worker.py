@@ -1,9 +1,11 @@
 """The measurement worker: `python -m te.autotune.worker`, one JSON request per stdin line.
 
-Takes {task, ll, sig, config, make_ref, opts}; compiles the LLVM IR, runs the kernel on the
-task's inputs, compares with the reference outputs (or saves them, for make_ref), times
-it, and answers one JSON line {costs, error, msg, compile_s} on the original stdout (which
-is moved aside so that stray prints cannot corrupt the protocol). A segfault kills only
+Takes {task, ll, sig, cuda, config, make_ref, opts}; compiles the LLVM IR (or, for target
+'cuda', loads the PTX on the GPU or compiles the CUDA C for the CUDA emulator, as `cuda`
+says), runs the kernel on the task's inputs, compares with the reference outputs (or saves
+them, for make_ref), times it (an emulated kernel: its one checked run), and answers one
+JSON line {costs, error, msg, compile_s} on the original stdout (which is moved aside so
+that stray prints cannot corrupt the protocol). A segfault kills only
 this process. Imports runtime and numpy (te is loaded only as the package it lives in).
 """
 from __future__ import annotations
@@ -74,17 +76,22 @@ class _Task:
 def _compiled(req: dict, modules: OrderedDict):
     """(runtime.Module, compile seconds) of the request's IR, or the error reply. The
     leaders re-measured at the end of a run come CONFIRM_ROUNDS times each: the last
-    COMPILED_KEPT modules are kept, by a digest of IR and signature, so each compiles once."""
+    COMPILED_KEPT modules are kept, by a digest of IR (or CUDA parts) and signature, so each
+    compiles once."""
     import runtime
-    key = hashlib.sha256((req["sig"] + "\n" + req["ll"]).encode()).hexdigest()
+    spec = req.get("cuda")
+    key = hashlib.sha256((req["sig"] + "\n" + req["ll"] + "\n" +
+                          json.dumps(spec, sort_keys=True)).encode()).hexdigest()
     if key in modules:
         modules.move_to_end(key)
         return modules[key]
     t0 = time.perf_counter()
     try:
         sig = runtime.KernelSignature.from_json(req["sig"])
-        lib = runtime.compile_llvm(req["ll"])
-        mod = runtime.Module(lib, sig)
+        if spec is not None:
+            mod = _cuda_module(spec, sig)
+        else:
+            mod = runtime.Module(runtime.compile_llvm(req["ll"]), sig)
     except Exception as err:  # noqa: BLE001 - any failure is this candidate's failure
         return {"error": "compile_error", "msg": f"{type(err).__name__}: {err}"}
     modules[key] = (mod, time.perf_counter() - t0)
@@ -108,6 +115,7 @@ def measure(req: dict, tasks: dict, hooks: dict, modules: OrderedDict) -> dict:
     if isinstance(built, dict):
         return built
     mod, compile_s = built
+    spec = req.get("cuda")
     outs = task.reset_outputs()
     t1 = time.perf_counter()
     try:
@@ -128,6 +136,11 @@ def measure(req: dict, tasks: dict, hooks: dict, modules: OrderedDict) -> dict:
                         "msg": f"output {k}: {bad} of {got.size} elements differ from the "
                                f"reference"}
     first = time.perf_counter() - t1
+    if spec is not None and spec["emulate"]:
+        # Emulated times rank CPU emulation, not GPU speed: one checked run is the
+        # measurement (repeats would only multiply an emulation that takes seconds).
+        return {"costs": [first], "error": None, "compile_s": compile_s,
+                "msg": "emulated: one run"}
     # A slow or hopeless candidate is reported by its checked run alone: repeating it would
     # only burn the time limit (and a timeout would lose the measurement).
     repeats = opts["number"] * opts["repeat"]
@@ -137,6 +150,21 @@ def measure(req: dict, tasks: dict, hooks: dict, modules: OrderedDict) -> dict:
     res = mod.time_evaluator(number=opts["number"], repeat=opts["repeat"],
                              min_repeat_ms=opts["min_repeat_ms"])(*task.inputs, *outs)
     return {"costs": list(res.results), "error": None, "compile_s": compile_s}
+
+
+def _cuda_module(spec: dict, sig):
+    """A CudaModule from the parts task.cuda_job sent: on the GPU (its PTX), or in the CUDA
+    emulator when spec["emulate"] (the tuning process decided, once, that no GPU runs)."""
+    from runtime import cuda as rt_cuda
+    kernels = tuple(rt_cuda.CudaKernel(name, tuple(tuple(p) for p in params), barriers)
+                    for name, params, barriers in spec["kernels"])
+    temporaries = tuple(rt_cuda.CudaTemporary(name, dtype) for name, dtype in spec["temporaries"])
+    counts = list(spec["counts"])
+    dims = [(tuple(grid), tuple(block)) for grid, block in spec["dims"]]
+    mod = rt_cuda.CudaModule(sig, spec["source"], kernels, temporaries,
+                             lambda sizes: (counts, dims), ptx=spec["ptx"],
+                             ptx_missing="nvcc was not on PATH in the tuning process")
+    return mod.emulator() if spec["emulate"] else mod
 
 
 def _die_with_parent() -> None:

@@ -35,8 +35,8 @@ def _double(n=32):
     (dict(seed="abc"), r"seed must be an int or None, got 'abc'"),
     (dict(measure_option="fast"), (r"measure_option must be a te.autotune.MeasureOptions or "
                                    r"None, got 'fast'")),
-    (dict(target=""), r"target must be 'llvm' \(this CPU\), got ''"),
-    (dict(target="llvm -mcpu=skylake"), r"target must be 'llvm' \(this CPU\)"),
+    (dict(target=""), r"target must be 'llvm' \(this CPU\) or 'cuda', got ''"),
+    (dict(target="llvm -mcpu=skylake"), r"target must be 'llvm' \(this CPU\) or 'cuda'"),
 ])
 def test_bad_arguments_name_the_parameter(kwargs, message):
     B, _ = _double()

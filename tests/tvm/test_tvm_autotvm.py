@@ -97,8 +97,9 @@ def test_measure_option_maps_onto_ours():
 @pytest.mark.parametrize("call,msg", [
     (lambda: autotvm.task.create("no/such", args=(1,), target="llvm"),
      "no template named 'no/such'"),
-    (lambda: autotvm.task.create("test_tvm/matmul", args=(4, 4, 4, "float32"), target="cuda"),
-     "target must be 'llvm'"),
+    (lambda: autotvm.task.create("test_tvm/matmul", args=(4, 4, 4, "float32"), target="rocm"),
+     r"target must be 'llvm' \(tuning on this CPU\) or 'cuda' \(on the GPU, or in the CUDA "
+     r"emulator where none is present\), got 'rocm'"),
     (lambda: autotvm.measure_option(builder="local", runner="rpc"),
      "runner must be 'local' or an autotvm.LocalRunner"),
     (lambda: autotvm.tuner.XGBTuner(

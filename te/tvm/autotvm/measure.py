@@ -3,7 +3,9 @@
 measure_option(builder=..., runner=LocalRunner(number=, repeat=, min_repeat_ms=, timeout=))
 gives the te.autotune.MeasureOptions the tuners use: each config is compiled here and
 timed in a worker process (number runs per measurement, repeat measurements; timeout the
-worker's limit, the builder's timeout added). Imports te.autotune.measure.
+worker's limit, the builder's timeout added). A 'cuda' task's configs run on the GPU, or
+where none is present once each in the CUDA emulator (their times rank CPU emulation).
+Imports te.autotune.measure.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ class LocalBuilder:
 
 
 class LocalRunner:
-    """Times each config in a worker process on this CPU. cooldown_interval and
+    """Times each config in a worker process (on this CPU; a 'cuda' task's on the GPU, or
+    in the CUDA emulator where none is present). cooldown_interval and
     enable_cpu_cache_flush are accepted for TVM's signature and have no effect."""
 
     def __init__(self, timeout: float = 10, number: int = 4, repeat: int = 3,

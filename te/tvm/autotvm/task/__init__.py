@@ -36,15 +36,15 @@ def serialize_args(args) -> tuple:
 
 
 def target_name(target) -> str:
-    """'llvm' for "llvm" or a Target of kind llvm: tuning measures on this CPU only."""
-    name = target if isinstance(target, str) else getattr(getattr(target, "kind", None),
-                                                          "name", None)
-    if name is None or str(name).split()[0] != "llvm":
-        raise ArgumentError(f"autotvm: target must be 'llvm' (tuning measures on this CPU; "
-                            f"tuning for 'cuda', as TVM's tune_conv2d_cuda does, is not "
-                            f"supported: a template's schedule still builds for 'cuda' "
-                            f"outside tuning), got {target!r}")
-    return "llvm"
+    """The text of a tuning target: "llvm" (this CPU) or a "cuda" target (the GPU, or the
+    CUDA emulator where none is present), given as a string or a Target."""
+    text = target if isinstance(target, str) else getattr(target, "text", None)
+    kind = text.split()[0] if isinstance(text, str) and text.split() else None
+    if kind not in ("llvm", "cuda"):
+        raise ArgumentError(f"autotvm: target must be 'llvm' (tuning on this CPU) or 'cuda' "
+                            f"(on the GPU, or in the CUDA emulator where none is present), "
+                            f"got {target!r}")
+    return "llvm" if kind == "llvm" else text
 
 
 class Task:
@@ -73,8 +73,8 @@ class Task:
 
 
 def create(task_name, args, target="llvm", target_host=None) -> Task:
-    """autotvm.task.create("name", args=(...), target="llvm"); target_host is ignored
-    (the host is this CPU)."""
+    """autotvm.task.create("name", args=(...), target="llvm" or "cuda"); target_host is
+    ignored (the host is this CPU)."""
     return Task(task_name, args, target)
 
 
