@@ -40,7 +40,20 @@ def build(inputs, args=None, target=None, target_host=None, runtime=None, name="
     mod = te_build(inputs, args, target=_target(target, target_host, "tvm.build"), name=name)
     if isinstance(mod, CudaModule) and not cuda(0).exist:
         _warn_emulated()
-        return mod.emulator()
+        return _one_call_per_round(mod.emulator())
+    return mod
+
+
+def _one_call_per_round(mod: CudaModule) -> CudaModule:
+    """`mod` (emulated) whose time_evaluator makes one call per round, whatever `number`
+    says (min_repeat_ms still adds calls), with TVM's default of one round: an emulated
+    call takes seconds and its time is not a GPU's, so the tutorials' number=400 would
+    only repeat the same CPU emulation for minutes."""
+    timer = mod.time_evaluator
+
+    def time_evaluator(func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0):
+        return timer(func_name, dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    mod.time_evaluator = time_evaluator
     return mod
 
 
@@ -57,7 +70,8 @@ def _warn_emulated() -> None:
 EMULATED = ("tvm.build: target 'cuda': no CUDA device (or no pycuda) on this machine, so "
             "the module runs in the CUDA emulator on the CPU (te's runtime/cuda_emulator.py): "
             "its results are checked as on a GPU, but its time_evaluator times are CPU "
-            "emulation times, not GPU times; use te.build(..., target='cuda') for a module "
+            "emulation times, not GPU times (one call per round, whatever number says); use "
+            "te.build(..., target='cuda') for a module "
             "that refuses to run without a GPU")
 
 

@@ -149,7 +149,8 @@ def test_a_cuda_module_without_a_gpu_runs_in_the_emulator_and_says_so(monkeypatc
     else:
         with pytest.warns(RuntimeWarning, match=r"no CUDA device \(or no pycuda\) on this "
                           r"machine, so the module runs in the CUDA emulator on the CPU .*"
-                          r"time_evaluator times are CPU emulation times, not GPU times"):
+                          r"time_evaluator times are CPU emulation times, not GPU times \(one "
+                          r"call per round, whatever number says\)"):
             fadd = tvm.build(s, [A, B, C], "cuda")
         import warnings
         with warnings.catch_warnings():
@@ -167,6 +168,15 @@ def test_a_cuda_module_without_a_gpu_runs_in_the_emulator_and_says_so(monkeypatc
             evaluator = fadd.time_evaluator(fadd.entry_name, dev, number=1, repeat=1)
     result = evaluator(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
     assert result.mean > 0 and result.emulated == (not tvm.cuda(0).exist)
+    if not tvm.cuda(0).exist:
+        # emulated: one call per round whatever number says, one round by default (TVM's)
+        launches = []
+        launch = fadd._backend.launch
+        monkeypatch.setattr(fadd._backend, "launch", lambda *x: (launches.append(x), launch(*x)))
+        with pytest.warns(EmulatedTimingWarning):
+            evaluator = fadd.time_evaluator(fadd.entry_name, dev, number=400)
+        res = evaluator(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
+        assert len(res.results) == 1 and len(launches) == 2     # a warm-up call and one
 
 
 @pytest.mark.skipif(tvm.cuda(0).exist, reason="a GPU is present: the module runs on it")
