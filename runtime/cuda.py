@@ -42,7 +42,7 @@ class CudaKernel:
     its temporaries; ("scalar", k) slots index the signature's size variables."""
     name: str
     params: tuple
-    uses_barriers: bool = False   # __syncthreads(): the emulator runs its threads at once
+    uses_barriers: bool = False   # __syncthreads(): the emulator runs its threads as fibers
     # what ptxas says it needs (None where ptxas was not there): a launch checks its block
     # fits an SM, in the emulator too
     resources: KernelResources | None = None
