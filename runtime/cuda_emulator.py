@@ -35,6 +35,13 @@ static pthread_barrier_t te_barrier;
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+/* CUDA's vector types (their alignment left out: host arrays need not have it) */
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+struct int2 { int x, y; };
+struct int4 { int x, y, z, w; };
+struct double2 { double x, y; };
 #define __syncthreads() te_syncthreads()
 /* Each __shared__ array registers once; before every block they are all filled with 0xFF
    bytes (NaN as float), so a read of shared memory no thread of the block wrote shows. */

@@ -4,8 +4,9 @@ Takes a lowered PrimFunc, its DevicePlan (te/lower/passes/device_split.py) and t
 gives CudaSource: the source text and, per kernel, its name and parameter list (which
 argument buffer, temporary or size variable goes in each slot). A loop bound to a thread
 axis becomes `const int i = threadIdx.x;` (guarded by `if (threadIdx.x < extent)` where the
-loop is shorter than its axis's launch); vectorized and unrolled loops become `#pragma
-unroll` loops; per-thread buffers become local arrays, shared ones `__shared__` arrays with
+loop is shorter than its axis's launch); a vectorized loop with contiguous, aligned accesses
+becomes vector loads and stores (vector_access.py), other vectorized and unrolled loops
+`#pragma unroll` loops; per-thread buffers become local arrays, shared ones `__shared__` arrays with
 `__syncthreads()` before and after each run of fills (a fill that reads an earlier one of
 the run starts a new one). The source compiles with
 nvcc, and as plain C++ after the prelude runtime/cuda_emulator.py supplies. Imports te.lower
@@ -30,6 +31,7 @@ from ...lower.buffers import loaded_buffers, stored_buffers
 from ...lower.passes.device_sync import BLOCK_TAGS, shared_arrays
 from ...lower.passes.storage_flatten import NameTable
 from .allreduce import allreduce_lines
+from .vector_access import LANES, VECTOR_TYPES, VectorLoop, vector_loop
 
 # Integer division and modulo with te's semantics for any integer type: floor (Python's,
 # te's floordiv/floormod) or truncating (C's `/` and `%`), and numpy's answers where C's
@@ -91,7 +93,7 @@ noexcept not not_eq nullptr operator or or_eq private protected public register
 reinterpret_cast requires restrict return short signed sizeof static static_assert
 static_cast struct switch template this thread_local throw true try typedef typeid typename
 union unsigned using virtual void volatile wchar_t while xor xor_eq main
-threadIdx blockIdx blockDim gridDim warpSize dim3 min max abs
+threadIdx blockIdx blockDim gridDim warpSize dim3 min max abs float2 float4 int2 int4 double2
 NAN INFINITY NULL pthread_barrier_t errno assert stdin stdout stderr offsetof isnan isinf
 isfinite signbit fpclassify isnormal setjmp va_arg linux unix i386""".split()) | {
     name + suffix for name in list(_MATH.values()) + ["fmod", "floor", "trunc", "exp"]
@@ -181,6 +183,7 @@ class _KernelGen:
         # int64 index arithmetic on loaded int64 values.
         self.in_index = False
         self.texts = None  # id(node) -> (node, text) while expr() writes one tree
+        self.vector_shared: set = set()   # shared buffers (data Vars) accessed as vectors
 
     def c_type(self, dtype: str) -> str:
         return c_type(dtype, self.c_types)
@@ -211,10 +214,15 @@ class _KernelGen:
         lines = [f'extern "C" __global__ void {bounds}{self.part.name}({", ".join(params)}) '
                  '{']
         # one array per shared buffer, at the top: a block has one copy whatever scope
-        # declares it, and copies of its allocation (unrolled loops) must not add more
-        for b, extent in shared_arrays(self.part.body).values():
-            lines.append(f"  __shared__ {self.c_type(b.dtype)} {self.buffer(b)}[{extent}];")
-        lines += _one_barrier_per_run(self.stmt(self.part.body, 1))
+        # declares it, and copies of its allocation (unrolled loops) must not add more;
+        # aligned for the vector accesses the body makes of it
+        shared = [(b, extent, self.buffer(b)) for b, extent in
+                  shared_arrays(self.part.body).values()]
+        body = _one_barrier_per_run(self.stmt(self.part.body, 1))
+        for b, extent, name in shared:
+            align = "__align__(16) " if b.data in self.vector_shared else ""
+            lines.append(f"  __shared__ {align}{self.c_type(b.dtype)} {name}[{extent}];")
+        lines += body
         lines.append("}")
         return "\n".join(lines) + "\n", params
 
@@ -283,7 +291,7 @@ class _KernelGen:
             lines.append(f"{pad}__syncthreads();")
         self.uses_barriers = True
 
-    def loop(self, s: ir.For, depth: int) -> list:
+    def loop(self, s: ir.For, depth: int, as_vector: bool = True) -> list:
         pad = "  " * depth
         var = self.name(s.loop_var, s.loop_var.name)
         ctype = self.c_type(s.loop_var.dtype)
@@ -302,11 +310,42 @@ class _KernelGen:
             if guard:
                 lines.append(f"{pad}  }}")
             return lines + [f"{pad}}}"]
+        vec = vector_loop(s) if s.kind == ir.VECTORIZED and as_vector else None
+        if vec is not None and vec.guard is None:
+            return self.vector_loop(vec, depth)
+        if vec is not None:   # the vector form where every lane passes the check
+            return ([f"{pad}if ({_bare(self.expr(vec.guard))}) {{"]
+                    + self.vector_loop(vec, depth + 1) + [f"{pad}}} else {{"]
+                    + self.loop(s, depth + 1, as_vector=False) + [f"{pad}}}"])
         end = self.index(s.extent) if _is_zero(s.min) else \
             f"{self.index(s.min)} + {self.index(s.extent)}"
         lines = [f"{pad}#pragma unroll"] if s.kind in (ir.UNROLLED, ir.VECTORIZED) else []
         lines.append(f"{pad}for ({ctype} {var} = {self.index(s.min)}; {var} < {end}; ++{var}) {{")
         return lines + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
+
+    def vector_loop(self, vec: VectorLoop, depth: int) -> list:
+        """One vector load per load that moves with the loop, each lane's value from their
+        lanes, one vector store (vector_access.py)."""
+        pad = "  " * depth
+        vtype = VECTOR_TYPES[vec.store.buffer.dtype, vec.lanes]
+        lines = [f"{pad}{{  // {vec.store.buffer.name}: {vec.lanes} lanes"]
+        for (load, base), lanes in zip(vec.loads, vec.placeholders):
+            name = self.name(object(), f"{load.buffer.name}_v")
+            for lane, var in enumerate(lanes):
+                self.names[var] = f"{name}.{LANES[lane]}"
+            lines.append(f"{pad}  const {vtype} {name} = *(const {vtype}*)"
+                         f"({self.buffer(load.buffer)} + {self.index(base)});")
+            if load.buffer.scope == "shared":
+                self.vector_shared.add(load.buffer.data)
+        out = self.name(object(), f"{vec.store.buffer.name}_v")
+        lines.append(f"{pad}  {vtype} {out};")
+        for lane, value in enumerate(vec.lane_values):
+            lines.append(f"{pad}  {out}.{LANES[lane]} = {_bare(self.expr(value))};")
+        lines.append(f"{pad}  *({vtype}*)({self.buffer(vec.store.buffer)} + "
+                     f"{self.index(vec.store_base)}) = {out};")
+        if vec.store.buffer.scope == "shared":
+            self.vector_shared.add(vec.store.buffer.data)
+        return lines + [f"{pad}}}"]
 
     def index(self, e: E.Expr) -> str:
         """`e` as index arithmetic (see `in_index`)."""
