@@ -20,8 +20,6 @@ from .stage import FuseRel, SplitRel, Stage
 if TYPE_CHECKING:  # for annotations only: schedule.py imports this module
     from .schedule import Schedule
 
-SCOPES = ("global", "shared", "local", "warp")
-
 
 def _replace_loads(body: tuple, mapping: dict) -> tuple:
     def rewrite(e):
@@ -59,8 +57,8 @@ def _follow(sch: Schedule, old, new) -> None:
 
 
 def _check_scope(scope: str, who: str) -> None:
-    if scope not in SCOPES:
-        raise ScheduleError(f"{who}: scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    if scope not in S.SCOPES:
+        raise ScheduleError(f"{who}: scope must be one of {', '.join(S.SCOPES)}, got {scope!r}")
 
 
 def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers) -> Tensor:
@@ -310,6 +308,8 @@ def _apply_one(sch: Schedule, step) -> None:
     elif isinstance(step, S.CacheWrite):
         sch.cache_write(st.op.output(0) if st.op.num_outputs == 1 else
                         [st.op.output(k) for k in range(st.op.num_outputs)], step.scope)
+    elif isinstance(step, S.SetScope):
+        st.set_scope(step.scope)
     elif isinstance(step, S.RFactor):
         sch.rfactor(st.op.output(0), _axis(st, step.axis), step.factor_axis)
     else:

@@ -456,6 +456,36 @@ class Stage:
         self._record(S.StorageAlign(self._ref(), self._axis_ref(axis), factor, offset))
         self.storage_aligns.append((axis, factor, offset))
 
+    def set_scope(self, scope: str) -> None:
+        """Keep this stage's buffer in storage `scope` (TVM's Stage.set_scope): "global",
+        "shared" (one per CUDA thread block: bound inference makes it cover what all the
+        block's threads read, and barriers surround its fill), "local" (per thread) or
+        "warp". On target 'llvm' every scope is an ordinary buffer of the function, as in
+        TVM; target 'cuda' declares "shared" `__shared__` and refuses "warp".
+
+        Inputs and outputs are buffers the caller passes, in global memory: for them only
+        "global" is accepted (TVM ignores any other scope there; we say so instead)."""
+        who = f"set_scope on stage '{self.name}'"
+        if not isinstance(scope, str) or scope not in S.SCOPES:
+            raise ScheduleError(f"{who}: scope must be one of "
+                                f"{', '.join(repr(s) for s in S.SCOPES)}, got {scope!r}")
+        if isinstance(self.op, (ScanOp, ExternOp)):
+            kind = "te.scan" if isinstance(self.op, ScanOp) else "te.extern"
+            raise ScheduleError(f"{who}: '{self.name}' is a {kind} result; only a te.compute "
+                                f"stage's scope can be set")
+        if scope != "global" and (isinstance(self.op, PlaceholderOp) or self.is_output):
+            if isinstance(self.op, PlaceholderOp):
+                role, copy = "a placeholder (an input)", \
+                    f"s.cache_read({self.name}, {scope!r}, readers) reads it into a copy there"
+            else:
+                role, copy = "an output of the schedule", \
+                    f"s.cache_write({self.name}, {scope!r}) computes it there and copies it out"
+            raise ScheduleError(f"{who}: '{self.name}' is {role}, a buffer the caller passes "
+                                f"in global memory, so its scope can only be 'global', got "
+                                f"{scope!r}; {copy}")
+        self._record(S.SetScope(self._ref(), scope))
+        self.scope = scope
+
     # -- placement -------------------------------------------------------------------------
     def compute_at(self, parent: "Stage", scope: IterVar) -> None:
         """Compute this stage inside loop `scope` of stage `parent`, as much as it needs."""

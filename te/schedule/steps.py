@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from ..errors import ScheduleError
 
 
+# Storage scopes of a stage's buffer (TVM's names): set_scope, cache_read and cache_write.
+SCOPES = ("global", "shared", "local", "warp")
+
+
 @dataclass(frozen=True)
 class AxisRef:
     """An iter var of a stage: its position in stage.all_iter_vars, and its name."""
@@ -156,6 +160,13 @@ class CacheWrite:
 
 
 @dataclass(frozen=True)
+class SetScope:
+    """Stage.set_scope: the storage scope of the stage's buffer."""
+    stage: StageRef
+    scope: str
+
+
+@dataclass(frozen=True)
 class RFactor:
     stage: StageRef
     axis: AxisRef
@@ -165,7 +176,7 @@ class RFactor:
 STEP_TYPES = {cls.__name__: cls for cls in (Split, Fuse, Reorder, Annotate, Bind, ComputeAt,
                                             ComputeWith, Pipeline, ComputeInline, ComputeRoot,
                                             StorageAlign, Pragma, Tensorize, Prefetch, CacheRead,
-                                            CacheWrite, RFactor, StorePredicate)}
+                                            CacheWrite, RFactor, StorePredicate, SetScope)}
 _REF_TYPES = {"AxisRef": AxisRef, "StageRef": StageRef}
 
 
@@ -183,7 +194,8 @@ def _encode(value):
 # What a field of a step may hold, beyond its annotation: the element type of tuple
 # fields, and the closed set of values of a string field.
 _TUPLE_OF = {"axes": AxisRef, "readers": StageRef}
-_CHOICES = {(Annotate, "kind"): ("vectorized", "unrolled", "parallel")}
+_CHOICES = {(Annotate, "kind"): ("vectorized", "unrolled", "parallel"),
+            (SetScope, "scope"): SCOPES}
 _SCALARS = {"int": int, "float": float, "bool": bool, "str": str}
 _JSON_NAMES = {"int": "int", "float": "number", "bool": "bool", "str": "string",
                "None": "null"}

@@ -1,6 +1,7 @@
 """TE spellings TVM's tutorials use: ranged thread axes, float extents from N / bn, outputs
 whose shape is an expression, stages passed in the arguments though inlined or attached, and
-CUDA's fast-math intrinsics in the emulator; each checked against numpy on random data."""
+CUDA's fast-math intrinsics in the emulator, Stage.set_scope; each checked against numpy on
+random data."""
 import numpy as np
 import pytest
 
@@ -153,6 +154,36 @@ def test_inlined_stage_passed_in_args_is_an_unwritten_parameter():
     f(a, b, c)
     np.testing.assert_array_equal(b, kept)
     tvm.testing.assert_allclose(c, (a + 1) * 2, rtol=1e-6)
+
+
+def test_set_scope_shared_on_a_stage_computed_at_the_block_loop():
+    # TVM code: a per-block row in shared memory, each thread reading another's element
+    n, m = 4, 45
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] + 1.0, name="B")
+    C = te.compute((n, m), lambda i, j: B[i, m - 1 - j] * 3.0, name="C")
+    s = te.create_schedule(C.op)
+    bx, tx = te.thread_axis("blockIdx.x"), te.thread_axis("threadIdx.x")
+    s[C].bind(C.op.axis[0], bx)
+    s[C].bind(C.op.axis[1], tx)
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[B].set_scope("shared")
+    s[B].bind(s[B].op.axis[1], tx)
+    f = tvm.build(s, [A, C], "cuda")
+    assert "__shared__ float B[45];" in f.imported_modules[0].get_source()
+    a = RNG.random((n, m)).astype("float32")
+    c = np.full((n, m), np.nan, "float32")
+    f.emulator()(a, c)
+    tvm.testing.assert_allclose(c, (a + 1)[:, ::-1] * 3, rtol=1e-6)
+    # on a CPU the scope is an ordinary buffer of the function, as in TVM
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[B].set_scope("local")
+    assert "allocate B[float32 * 45] scope=local {" in str(tvm.lower(s, [A, C],
+                                                                     simple_mode=True))
+    c = np.full((n, m), np.nan, "float32")
+    tvm.build(s, [A, C], "llvm")(a, c)
+    tvm.testing.assert_allclose(c, (a + 1)[:, ::-1] * 3, rtol=1e-6)
 
 
 FAST = [("__expf", 1, np.exp), ("__logf", 1, np.log), ("__sinf", 1, np.sin),
