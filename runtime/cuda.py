@@ -1,4 +1,5 @@
-"""CUDA modules: CUDA C compiled to PTX with nvcc, run on a GPU through pycuda (lazily).
+"""CUDA modules: CUDA C compiled to PTX with nvcc, run on a GPU through NVIDIA's cuda-python
+or pycuda (lazily).
 
 Takes the source and launch description te generates for target 'cuda'; gives CudaModule
 (check, copy in, launch in order, copy out; time; show source and PTX), and emulator()
@@ -18,6 +19,7 @@ from typing import Any, Callable, NoReturn
 import numpy as np
 
 from .checker import ArgumentChecker
+from .cuda_driver import CudaPythonBackend, cuda_python_installed
 from .cuda_resources import KernelResources, check_fits
 from .errors import RuntimeBuildError
 from .ndarray import NDArray
@@ -250,7 +252,7 @@ class CudaModule:
             if self.ptx is None:
                 raise RuntimeError(f"module '{self.entry_name}' cannot run on a GPU: "
                                    f"{self._ptx_missing}{USE_EMULATOR}")
-            self._backend = PycudaBackend(self.ptx, self.kernels)
+            self._backend = open_gpu_backend(self.ptx, self.kernels)
         return self._backend
 
     def _upload(self, backend, arrays: list, sizes: tuple) -> tuple:
@@ -312,16 +314,25 @@ USE_EMULATOR = ("; without a GPU, run the module in the CUDA emulator on the CPU
                 "mod.emulator()(*args) (slow; te.tvm.build falls back to it by itself)")
 
 
+def open_gpu_backend(ptx: str, kernels: tuple):
+    """The GPU backend: pycuda where it is installed (as before), else NVIDIA's cuda-python
+    (cuda_driver.py), which the [cuda] extra installs."""
+    try:
+        import pycuda.driver  # noqa: F401
+    except ImportError:
+        if not cuda_python_installed():
+            raise RuntimeError("running a 'cuda' module needs cuda-python (or pycuda), and "
+                               "neither is installed: pip install 'te-compiler[cuda]'"
+                               + USE_EMULATOR) from None
+        return CudaPythonBackend(ptx, kernels, USE_EMULATOR)
+    return PycudaBackend(ptx, kernels)
+
+
 class PycudaBackend:
     """Device memory and launches through pycuda (a context on the first GPU)."""
 
     def __init__(self, ptx: str, kernels: tuple) -> None:
-        try:
-            import pycuda.driver as drv
-        except ImportError:
-            raise RuntimeError("running a 'cuda' module needs pycuda, which is not installed: "
-                               "pip install 'te-compiler[cuda]' (it builds only where a CUDA "
-                               "driver is installed)" + USE_EMULATOR) from None
+        import pycuda.driver as drv
         try:
             import pycuda.autoinit  # noqa: F401  (creates the context, releases it at exit)
         except Exception as err:  # pycuda raises its own error types when no GPU is found

@@ -2,7 +2,8 @@
 
 Takes a device name ("cpu", "llvm", "cuda", "gpu") or TVM's numeric type (1 cpu, 2 cuda) and
 an index; gives the frozen Device that NDArrays carry and time_evaluator accepts, and
-device()/cpu()/cuda(). Imports stdlib only (pycuda lazily, to answer `exist` for a GPU).
+device()/cpu()/cuda(). Imports stdlib only (pycuda or cuda-python lazily, to answer
+`exist` for a GPU).
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ class Device:
 
     @property
     def exist(self) -> bool:
-        """Whether this device is present: the CPU always, a GPU when pycuda finds it."""
+        """Whether this device is present: the CPU always, a GPU when pycuda or cuda-python
+        finds it."""
         if self.kind == "cpu":
             return self.index == 0
         return self.index < _cuda_device_count()
@@ -75,5 +77,13 @@ def _cuda_device_count() -> int:
         import pycuda.driver as drv
         drv.init()
         return drv.Device.count()
-    except Exception:  # no pycuda, no driver or no GPU: none to run on
+    except Exception:  # no pycuda, no driver or no GPU: cuda-python may still find one
+        pass
+    try:
+        from cuda.bindings import driver
+        if driver.cuInit(0)[0] != driver.CUresult.CUDA_SUCCESS:
+            return 0
+        err, count = driver.cuDeviceGetCount()
+        return count if err == driver.CUresult.CUDA_SUCCESS else 0
+    except Exception:  # no cuda-python, no driver or no GPU: none to run on
         return 0

@@ -41,7 +41,7 @@ RULES = (
 # Below the top level, `import te` reaches every layer through attributes (te.lower...).
 NO_TOP_PACKAGE = ("te.errors", "te.dtype", "te.compute", "te.schedule", "te.lower",
                   "te.codegen")
-OPTIONAL_HEAVY = ("pycuda", "onnx", "onnxruntime")
+OPTIONAL_HEAVY = ("pycuda", "cuda", "onnx", "onnxruntime")
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:

@@ -67,8 +67,9 @@ def _warn_emulated() -> None:
         warnings.warn(EMULATED, RuntimeWarning, stacklevel=3)
 
 
-EMULATED = ("tvm.build: target 'cuda': no CUDA device (or no pycuda) on this machine, so "
-            "the module runs in the CUDA emulator on the CPU (te's runtime/cuda_emulator.py): "
+EMULATED = ("tvm.build: target 'cuda': no CUDA device (or no cuda-python or pycuda) on this "
+            "machine, so the module runs in the CUDA emulator on the CPU "
+            "(te's runtime/cuda_emulator.py): "
             "its results are checked as on a GPU, but its time_evaluator times are CPU "
             "emulation times, not GPU times (one call per round, whatever number says); use "
             "te.build(..., target='cuda') for a module "

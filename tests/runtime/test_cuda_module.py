@@ -127,27 +127,23 @@ def test_nvcc_errors_become_build_errors():
 
 
 def _gpu_available() -> bool:
-    try:
-        import pycuda.driver as drv
-        drv.init()
-        return drv.Device.count() > 0
-    except Exception:
-        return False
+    """A GPU that pycuda or cuda-python opens."""
+    return runtime.devices.cuda(0).exist
 
 
-def test_without_pycuda_or_a_gpu_a_call_says_what_is_missing():
+def test_without_a_driver_package_or_a_gpu_a_call_says_what_is_missing():
     if _gpu_available():
-        pytest.skip("a GPU and pycuda are here: the GPU test runs instead")
+        pytest.skip("a GPU and a driver package are here: the GPU test runs instead")
     mod = _module()
     if mod.ptx is None:
-        pytest.skip("nvcc is not on PATH: the module cannot reach pycuda")
-    with pytest.raises(RuntimeError, match=r"needs pycuda, which is not installed: pip install "
-                                           r"'te-compiler\[cuda\]'|no CUDA device could be "
-                                           r"opened"):
+        pytest.skip("nvcc is not on PATH: the module cannot reach the driver")
+    with pytest.raises(RuntimeError, match=r"needs cuda-python \(or pycuda\), and neither is "
+                                           r"installed: pip install 'te-compiler\[cuda\]'|no "
+                                           r"CUDA device could be opened"):
         mod(rand_array((8,)), np.zeros(8, "float32"))
 
 
-@pytest.mark.skipif(not _gpu_available(), reason="needs pycuda and a CUDA GPU")
+@pytest.mark.skipif(not _gpu_available(), reason="needs a CUDA GPU and cuda-python or pycuda")
 def test_on_a_gpu_the_module_matches_numpy_and_the_emulator():
     mod = _module()
     for size in (1, 1000, 4097):

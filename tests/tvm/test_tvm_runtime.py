@@ -147,8 +147,9 @@ def test_a_cuda_module_without_a_gpu_runs_in_the_emulator_and_says_so(monkeypatc
     if tvm.cuda(0).exist:     # a GPU: the module runs there, nothing to warn about
         fadd = tvm.build(s, [A, B, C], "cuda")
     else:
-        with pytest.warns(RuntimeWarning, match=r"no CUDA device \(or no pycuda\) on this "
-                          r"machine, so the module runs in the CUDA emulator on the CPU .*"
+        with pytest.warns(RuntimeWarning, match=r"no CUDA device \(or no cuda-python or "
+                          r"pycuda\) on this machine, so the module runs in the CUDA "
+                          r"emulator on the CPU .*"
                           r"time_evaluator times are CPU emulation times, not GPU times \(one "
                           r"call per round, whatever number says\)"):
             fadd = tvm.build(s, [A, B, C], "cuda")
@@ -188,7 +189,7 @@ def test_te_build_without_a_gpu_still_refuses_to_run_and_names_the_emulator():
     import te as te_api
     mod = te_api.build(s, [A, B, C], target="cuda")
     a = np.ones(5, "float32")
-    with pytest.raises(RuntimeError, match=r"(cannot run on a GPU|needs pycuda|no CUDA device)"
+    with pytest.raises(RuntimeError, match=r"(cannot run on a GPU|needs cuda-python|no CUDA device)"
                        r".*; without a GPU, run the module in the CUDA emulator on the CPU: "
                        r"mod.emulator\(\)\(\*args\)"):
         mod(a, a, np.empty(5, "float32"))
