@@ -26,6 +26,11 @@ class _Package(types.ModuleType):
     (imported then, with te)."""
 
     def __getattr__(self, name: str):
+        if name == "__all__":  # `from graph import *`: the public names, as before graph was lazy
+            api = import_module("graph.api")
+            value = sorted({k for k in dir(api) if not k.startswith("_")} | {"load_module"})
+            types.ModuleType.__setattr__(self, name, value)
+            return value
         if name.startswith("__"):
             raise AttributeError(f"module 'graph' has no attribute {name!r}")
         if name not in API_OVER_SUBMODULE and find_spec(f"graph.{name}") is not None:

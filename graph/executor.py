@@ -160,7 +160,11 @@ class Module:
                 want = "(" + ", ".join(format_dim(d) for d in v.shape) + ")"
                 raise FeedError(f"run: input '{v.name}' must have shape {want}, got "
                                 f"{a.shape}")
-            out.append(a if a.flags.c_contiguous else np.array(a, order="C"))
+            # the other byte order has the same values (its dtype.name is the same): the
+            # kernels read native ones
+            native = a.dtype if a.dtype.isnative else a.dtype.newbyteorder("=")
+            out.append(a if a.dtype is native and a.flags.c_contiguous
+                       else np.array(a, dtype=native, order="C"))
         return out
 
     def export_library(self, path) -> None:

@@ -182,7 +182,11 @@ class LoadedModule:
                 want = "(" + ", ".join(str(d) for d in shape) + ")"
                 raise ArgumentError(f"run: input '{name}' must have shape {want}, got "
                                     f"{a.shape}")
-            out.append(a if a.flags.c_contiguous else np.array(a, order="C"))
+            # the other byte order has the same values (its dtype.name is the same): the
+            # kernels read native ones
+            native = a.dtype if a.dtype.isnative else a.dtype.newbyteorder("=")
+            out.append(a if a.dtype is native and a.flags.c_contiguous
+                       else np.array(a, dtype=native, order="C"))
         return out
 
     def _raise(self, status: int) -> None:

@@ -146,6 +146,21 @@ def test_loaded_module_takes_what_graph_converts(exported):
         np.testing.assert_array_equal(a, b)
 
 
+def test_feeds_in_the_other_byte_order_are_read_as_their_values(exported):
+    """A big-endian float32 feed holds float32 values (dtype.name is 'float32'): the O0,
+    O2 and loaded modules convert it, never pass its bytes to kernels reading native ones."""
+    m, path = exported
+    loaded = graph.load_module(path)
+    x = np.random.default_rng(8).standard_normal((6, 10)).astype(np.float32)
+    swapped = x.astype(x.dtype.newbyteorder())
+    assert not swapped.dtype.isnative and np.array_equal(swapped, x)
+    want = m.run({"x": x})
+    modules = [m, loaded, graph.compile(_model(), level="O0")]
+    for module in modules:
+        for a, b in zip(module.run({"x": swapped}), want):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_loaded_module_runs_from_threads(exported):
     m, path = exported
     loaded = graph.load_module(path)
@@ -313,6 +328,16 @@ def test_graph_names_over_submodules():
     assert graph.fuse is sys.modules["graph.fuse"]
     with pytest.raises(AttributeError, match="module 'graph' has no attribute 'nothing'"):
         graph.nothing
+
+
+def test_star_import_gives_the_public_names():
+    """`from graph import *` gives graph's public names as before graph was lazy (every
+    graph.api name and load_module), not the package's helpers (sys, types, ...)."""
+    names = json.loads(_python("from graph import *\nimport json as _json\n"
+                               "print(_json.dumps(sorted(k for k in dir() if k[0] != '_')))"))
+    api = sys.modules["graph.api"] if "graph.api" in sys.modules else graph.api
+    assert set(names) == {k for k in dir(api) if k[0] != "_"} | {"load_module"}
+    assert {"compile", "from_onnx", "relu", "Graph", "FeedError", "nn"} <= set(names)
 
 
 # A model of meaningful size: 20 MiB of weights; the arena holds batch-64 activations.
