@@ -158,26 +158,67 @@ FAST_MATH = {
 }
 PRELUDE += "".join(f"#define {call} {body}\n" for call, body in FAST_MATH.items())
 
-# A block's threads as fibers (ucontext) on the launching thread: __syncthreads() switches
-# to the next fiber, so the barrier costs a context switch in this process instead of a
-# wake-up of every thread through the OS scheduler (which on a loaded machine made kernels
-# with a barrier in their reduction loop take minutes).
+# A block's threads as fibers on the launching thread (a stack switch of our own on x86-64,
+# ucontext elsewhere): __syncthreads() switches to the next fiber, so the barrier costs a
+# few instructions instead of a wake-up of every thread through the OS scheduler (which on
+# a loaded machine made kernels with a barrier in their reduction loop take minutes).
 FIBERS = """\
 #include <sys/mman.h>
+#if !defined(__x86_64__)
 #include <ucontext.h>
+#endif
 static const unsigned long te_fiber_stack = 2ul << 20;   /* te allows 512 KiB per thread */
 static int te_fiber_mode;
-static unsigned te_fiber_n, te_fiber_cur;
-static ucontext_t te_fiber_launcher;
-static ucontext_t* te_fiber_ctx;
+static unsigned te_fiber_n, te_fiber_cur;   /* fibers 0..n-1; slot n is the launcher */
 static te_dim3* te_fiber_tid;
 static unsigned long* te_fiber_syncs;
 static void** te_fiber_args;
+#if defined(__x86_64__)
+/* te_fiber_jump(save, load): push the callee-saved registers, store the stack pointer in
+   *save, take `load` as the stack pointer and pop its registers. ucontext's swapcontext
+   also saves the signal mask, a system call per switch, which made kernels with a barrier
+   in their inner loop take minutes. (Not shadow-stack aware: CET is off for Python.) */
+extern "C" void te_fiber_jump(void** save, void* load);
+asm(".text\\n.globl te_fiber_jump\\n.hidden te_fiber_jump\\n.type te_fiber_jump, @function\\n"
+    "te_fiber_jump:\\n"
+    "  pushq %rbp\\n  pushq %rbx\\n  pushq %r12\\n  pushq %r13\\n  pushq %r14\\n  pushq %r15\\n"
+    "  movq %rsp, (%rdi)\\n  movq %rsi, %rsp\\n"
+    "  popq %r15\\n  popq %r14\\n  popq %r13\\n  popq %r12\\n  popq %rbx\\n  popq %rbp\\n"
+    "  ret\\n");
+static void** te_fiber_sp;
+/* fiber k's stack (its guard page at `stack`) made to "return" into entry when first run */
+static void te_fiber_make(unsigned k, char* stack, void (*entry)()) {
+  void** top = (void**)(stack + te_fiber_stack);   /* 16-byte aligned */
+  top[-1] = 0;                                      /* entry's own return address: none */
+  top[-2] = (void*)entry;
+  for (int r = 3; r <= 8; ++r) top[-r] = 0;         /* the six registers popped */
+  te_fiber_sp[k] = top - 8;
+}
+static void te_fiber_go(unsigned from, unsigned to) {
+  te_fiber_jump(&te_fiber_sp[from], te_fiber_sp[to]);
+}
+static bool te_fiber_slots(unsigned n) { return (te_fiber_sp = new void*[n + 1]) != 0; }
+static void te_fiber_slots_free() { delete[] te_fiber_sp; }
+#else
+static ucontext_t* te_fiber_ctx;
+static void te_fiber_make(unsigned k, char* stack, void (*entry)()) {
+  getcontext(&te_fiber_ctx[k]);
+  te_fiber_ctx[k].uc_stack.ss_sp = stack + 4096;
+  te_fiber_ctx[k].uc_stack.ss_size = te_fiber_stack - 4096;
+  te_fiber_ctx[k].uc_link = 0;
+  makecontext(&te_fiber_ctx[k], entry, 0);
+}
+static void te_fiber_go(unsigned from, unsigned to) {
+  swapcontext(&te_fiber_ctx[from], &te_fiber_ctx[to]);
+}
+static bool te_fiber_slots(unsigned n) { return (te_fiber_ctx = new ucontext_t[n + 1]) != 0; }
+static void te_fiber_slots_free() { delete[] te_fiber_ctx; }
+#endif
 static void te_fiber_switch(unsigned next) {
   unsigned me = te_fiber_cur;
   te_fiber_cur = next;
-  threadIdx = te_fiber_tid[next];
-  swapcontext(&te_fiber_ctx[me], &te_fiber_ctx[next]);
+  if (next < te_fiber_n) threadIdx = te_fiber_tid[next];
+  te_fiber_go(me, next);
 }
 static void te_syncthreads() {
   if (!te_fiber_mode) {
@@ -187,25 +228,26 @@ static void te_syncthreads() {
   ++te_fiber_syncs[te_fiber_cur];
   if (te_fiber_n > 1) te_fiber_switch(te_fiber_cur + 1 == te_fiber_n ? 0 : te_fiber_cur + 1);
 }
-/* a fiber whose kernel returned: the next one finishes, the last returns to the launcher */
+/* a fiber whose kernel returned: the next one finishes, the last returns to the launcher
+   (resumed again only when barriers were passed unevenly: it passes on again) */
 static void te_fiber_done() {
-  if (te_fiber_cur + 1 < te_fiber_n) te_fiber_switch(te_fiber_cur + 1);
+  for (;;) te_fiber_switch(te_fiber_cur + 1 < te_fiber_n ? te_fiber_cur + 1 : te_fiber_n);
 }
-/* stacks and contexts for n fibers, a guard page under each stack; 0 when out of memory */
+/* stacks for n fibers, a guard page under each, and n + 1 slots; 0 when out of memory */
 static char* te_fiber_alloc(unsigned n) {
   size_t bytes = (size_t)n * te_fiber_stack;
   void* stacks = mmap(0, bytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (stacks == MAP_FAILED) return 0;
   for (unsigned k = 0; k < n; ++k) mprotect((char*)stacks + k * te_fiber_stack, 4096, PROT_NONE);
-  te_fiber_ctx = new ucontext_t[n];
+  te_fiber_slots(n);
   te_fiber_tid = new te_dim3[n];
   te_fiber_syncs = new unsigned long[n];
   return (char*)stacks;
 }
 static void te_fiber_free(char* stacks, unsigned n) {
   munmap(stacks, (size_t)n * te_fiber_stack);
-  delete[] te_fiber_ctx;
+  te_fiber_slots_free();
   delete[] te_fiber_tid;
   delete[] te_fiber_syncs;
 }
@@ -240,15 +282,10 @@ extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
       unsigned t = block % 2 ? n - 1 - k : k;   /* every other block in reverse order */
       te_fiber_tid[k] = te_dim3{{t % d[3], (t / d[3]) % d[4], t / (d[3] * d[4])}};
       te_fiber_syncs[k] = 0;
-      getcontext(&te_fiber_ctx[k]);
-      te_fiber_ctx[k].uc_stack.ss_sp = stacks + k * te_fiber_stack + 4096;
-      te_fiber_ctx[k].uc_stack.ss_size = te_fiber_stack - 4096;
-      te_fiber_ctx[k].uc_link = &te_fiber_launcher;
-      makecontext(&te_fiber_ctx[k], te_fiber_main_{name}, 0);
+      te_fiber_make(k, stacks + k * te_fiber_stack, te_fiber_main_{name});
     }}
-    te_fiber_cur = 0;
-    threadIdx = te_fiber_tid[0];
-    swapcontext(&te_fiber_launcher, &te_fiber_ctx[0]);
+    te_fiber_cur = n;
+    te_fiber_switch(0);
     for (unsigned k = 1; k < n; ++k)
       if (te_fiber_syncs[k] != te_fiber_syncs[0]) failed = 2;
     failed = failed ? failed : te_shared_overflow;

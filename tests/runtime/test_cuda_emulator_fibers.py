@@ -1,16 +1,29 @@
 """The CUDA emulator's fibers: a kernel with __syncthreads() runs a block's threads as
-fibers that switch at each barrier, in turn, every other block in reverse order. Hand-written
-CUDA C: a shared exchange across a barrier, a missing barrier (its read-before-write shows
-as NaN in one of the two orders), barriers that only some threads pass (an error), the
-per-thread arrays te allows (512 KiB each, on the fibers' stacks), and a block of 1024
-threads through 300 barriers."""
+fibers that switch at each barrier, in turn, every other block in reverse order; each test
+runs with the x86-64 stack switch (where the host is one) and with the ucontext fallback
+other hosts use. Hand-written CUDA C: a shared exchange across a barrier, a missing barrier
+(its read-before-write shows as NaN in one of the two orders), barriers that only some
+threads pass (an error), the per-thread arrays te allows (512 KiB each, on the fibers'
+stacks), and a block of 1024 threads through 300 barriers."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from runtime import cuda_emulator
 from runtime.cuda import CudaKernel, CudaModule
 from runtime.signature import ArgSpec, KernelSignature
+
+
+@pytest.fixture(autouse=True, params=["stack switch", "ucontext"])
+def fiber_switch(request, monkeypatch):
+    if request.param == "ucontext":
+        fibers = cuda_emulator.FIBERS
+        fallback = (fibers.replace("#if !defined(__x86_64__)", "#if 1")
+                    .replace("#if defined(__x86_64__)", "#if 0"))
+        assert fallback != fibers
+        monkeypatch.setattr(cuda_emulator, "FIBERS", fallback)
+    return request.param
 
 
 def _module(body: str, n: int, grid: int, block: int) -> CudaModule:
