@@ -102,7 +102,7 @@ def compile_job(task, cfg, parallel: bool, target="llvm"):
 
 @functools.lru_cache(maxsize=1)
 def gpu_present() -> bool:
-    """Whether a CUDA device can be opened here (asked once: pycuda's probe is slow)."""
+    """Whether a CUDA device can be opened here (asked once: the driver probe is slow)."""
     return cuda_device(0).exist
 
 

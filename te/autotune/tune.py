@@ -222,10 +222,11 @@ def _check_cuda(task, target: str) -> bool:
 
 
 _warned_emulated = False
-EMULATED = ("te.autotune: target 'cuda': no CUDA device (or no pycuda) here, so each config "
-            "runs once in the CUDA emulator on the CPU (runtime/cuda_emulator.py): results "
-            "are checked as on a GPU, but the times rank CPU emulation, not GPU speed; tune "
-            "on a machine with a GPU for a config that is fast there")
+EMULATED = ("te.autotune: target 'cuda': no CUDA device (or no cuda-python or pycuda) here, "
+            "so each config runs once in the CUDA emulator on the CPU "
+            "(runtime/cuda_emulator.py): results are checked as on a GPU, but the times rank "
+            "CPU emulation, not GPU speed; tune on a machine with a GPU for a config that is "
+            "fast there")
 
 
 def _set_reference(runner, task, parallel: bool, seed) -> None:
