@@ -1,12 +1,10 @@
 """Runs CUDA C kernels on the CPU, to check them without a GPU; blocks run one at a time.
 
-Takes te's CUDA source and each kernel's C parameter types; gives EmulatorBackend, the
-interface of cuda.PycudaBackend over numpy copies. A kernel without barriers runs its
-threads one after another (a race between them cannot show); one with __syncthreads() runs
-a block's threads as fibers on one OS thread, switching at each barrier (in turn, the order
-reversed every other block, so a read of shared memory that a missing barrier leaves before
-its write shows as NaN in one of the two orders), over NaN-poisoned shared memory; a
-module with warp shuffles runs them as pthreads meeting at a real barrier.
+Takes te's CUDA source and kernels' C parameter types; gives EmulatorBackend (numpy copies).
+Barrier-free kernels run threads one after another;
+__syncthreads() kernels run a block's threads as fibers switching at each barrier, in an order
+reversed every other block over NaN-poisoned shared memory (a missing barrier shows as NaN);
+a module with warp shuffles runs them as pthreads meeting at a real barrier.
 """
 from __future__ import annotations
 
