@@ -1,10 +1,9 @@
 """Runs CUDA C kernels on the CPU, to check them without a GPU; blocks run one at a time.
 
 Takes te's CUDA source and kernels' C parameter types; gives EmulatorBackend (numpy copies).
-Barrier-free kernels run threads one after another;
-__syncthreads() kernels run a block's threads as fibers switching at each barrier, in an order
-reversed every other block over NaN-poisoned shared memory (a missing barrier shows as NaN);
-a module with warp shuffles runs them as pthreads meeting at a real barrier.
+Barrier-free kernels run threads in turn; __syncthreads() kernels run a block's threads as
+fibers switching at each barrier, order reversed every other block, over NaN-poisoned shared
+memory (a missing barrier shows as NaN); warp shuffles run as pthreads at a real barrier.
 """
 from __future__ import annotations
 
