@@ -189,6 +189,21 @@ def test_tune_resumes_without_measuring_again(tuned, tmp_path):
                - configs) == 4
 
 
+def test_ctrl_c_keeps_the_finished_trials(tmp_path, monkeypatch):
+    log = str(tmp_path / "stopped.jsonl")
+    update = TaskScheduler.update
+
+    def interrupted(self, k, best, exhausted=False):
+        update(self, k, best, exhausted)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(TaskScheduler, "update", interrupted)
+    with pytest.raises(te.autotune.TuningInterrupted, match=r"^graph.autotune interrupted "
+                       r"after 2 trials; every finished trial is in '.*stopped.jsonl': run it "
+                       r"again with the same log to resume$") as exc:
+        graph.autotune(two_branch_model(), trials=8, log=log, batch_size=2, verbose=0, **QUICK)
+    assert exc.value.result.spent == 2 and len(_lines(log)) == 2
+
+
 def test_compile_with_the_log_applies_its_records(tuned):
     g, result, log = tuned
     feeds = feeds_of()
