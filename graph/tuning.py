@@ -57,9 +57,14 @@ class GraphTuneResult:
             r = t.result
             lines.append(f"  {t.name[:36]:<36} {_shape(t):<18} {t.weight:>6} "
                          f"{len(r.history):>6} {r.best_time * 1e3:>9.4f} {r.best_gflops:>8.2f}")
+        reasons: dict = {}
         for t in self.tasks:
             if t.reason is not None:
-                lines.append(f"  not tunable: {t.name} (x{t.weight}): {t.reason}")
+                reasons.setdefault(t.reason, []).append(t)
+        for reason, tasks in reasons.items():
+            lines.append(f"  not tunable ({len(tasks)} tasks, "
+                         f"{sum(t.weight for t in tasks)} kernels): {reason}")
+            lines += [f"    {t.name[:34]:<34} {_shape(t):<18} {t.weight:>6}" for t in tasks]
         return "\n".join(lines)
 
 

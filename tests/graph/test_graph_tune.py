@@ -167,7 +167,10 @@ def test_tune_writes_records(tuned):
     assert all(math.isfinite(t.result.best_time) for t in result.tuned)
     text = str(result)
     assert text.startswith("graph.autotune: 12/12 trials over 2 tasks, tuned kernels ")
-    assert "  not tunable: conv2d_packed+relu (x1): the conv2d strategy" in text
+    assert text.splitlines()[-2:] == [
+        "  not tunable (1 tasks, 1 kernels): the conv2d strategy (te.autotune.schedule_conv2d) "
+        "has no knobs",
+        "    conv2d_packed+relu                 1x4x9x7                 1"]
     assert result.history[-1] == (12, pytest.approx(result.estimate))
 
 
