@@ -330,6 +330,7 @@ extern "C" int te_emulate_{name}(void** a, const unsigned int* d) {{
   gridDim = te_dim3{{d[0], d[1], d[2]}};
   blockDim = te_dim3{{d[3], d[4], d[5]}};
   unsigned int n = d[3] * d[4] * d[5];
+  te_shuffle_failed = 0;   /* a bad mask fails its own launch, not the module's next ones */
   te_thread_{name}* work = new te_thread_{name}[n];
   pthread_t* threads = new pthread_t[n];
   pthread_attr_t attr;

@@ -241,6 +241,10 @@ def test_emulator_shuffles_follow_cuda_semantics():
     with pytest.raises(RuntimeError, match="a warp shuffle's mask left out a lane that "
                                            "called it or named lanes the block does not have"):
         backend.launch("bad_mask", [out, unused], (1, 1, 1), (2, 1, 1))
+    # the failure is that launch's: the next launch of a correct kernel runs
+    out[:] = -1
+    backend.launch("shuffles", [out, unused], (1, 1, 1), (32, 1, 1))
+    np.testing.assert_array_equal(out[32:64], (lane ^ 5) * 10)
 
 
 # -- refusals -----------------------------------------------------------------------------
