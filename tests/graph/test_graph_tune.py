@@ -275,7 +275,8 @@ def model_path(tmp_path):
 def test_cli_tune_then_run_with_the_log(model_path, tmp_path, capsys, monkeypatch):
     log = str(tmp_path / "cli.jsonl")
     monkeypatch.setattr(graph, "autotune", _fast(graph.autotune))
-    assert main(["tune", model_path, "--trials", "4", "--log", log, "--batch-size", "2"]) == 0
+    assert main(["tune", model_path, "--trials", "4", "--log", log, "--batch-size", "2",
+                 "--tuner", "random"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("graph.autotune: 4/4 trials over 2 tasks")
     assert len(open(log).readlines()) >= 4
