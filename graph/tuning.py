@@ -93,7 +93,7 @@ def autotune(g, trials: int = 2000, log: str | os.PathLike | None = None, level:
     sessions: list = []
     progress = _Progress(verbose, trials)
     try:
-        sessions = _sessions(tasks, options, pool)
+        _open_sessions(tasks, options, pool, sessions)
         _rounds(result, sessions, options, progress)
         for _, session in sessions:
             session.finish()
@@ -121,10 +121,10 @@ def _options(**keywords):
         raise GraphError(str(err).replace("te.autotune:", f"{WHO}:", 1)) from None
 
 
-def _sessions(tasks: list, options, pool) -> list:
-    """(task, te.autotune session) of each tunable task, resumed from the log; a task whose
+def _open_sessions(tasks: list, options, pool, sessions: list) -> None:
+    """Append (task, te.autotune session) of each tunable task, resumed from the log, to
+    `sessions` (as they open: autotune closes them however this ends); a task whose
     automatic space refuses it or has a single config is marked not tunable."""
-    sessions = []
     for task in tasks:
         if not task.tunable:
             continue
@@ -141,7 +141,6 @@ def _sessions(tasks: list, options, pool) -> list:
             continue
         task.result = session.result
         sessions.append((task, session))
-    return sessions
 
 
 def _rounds(result: GraphTuneResult, sessions: list, options, progress) -> None:
