@@ -1,7 +1,8 @@
 """Levels O0 and O1 over the planned arena (graph/dispatch.py): what a run returns stays the
 caller's (the next run changes none of it), feeds are never written, run(keep=True) gives
 every value right and in memory of its own, O0, O1 and O2 agree, runs from threads agree, a
-run allocates its outputs only, and a step that is no compiled kernel still runs."""
+run allocates its outputs only, a failing kernel raises the runtime's error, and a step that
+is no compiled kernel still runs."""
 import dataclasses
 import sys
 import threading
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import graph
+import runtime
 from graph.executor import Module
 from test_graph_o2 import _tricky_graph
 
@@ -174,3 +176,19 @@ def test_a_step_that_is_no_compiled_kernel_runs_step_by_step():
     xa = _rand(np.random.default_rng(9), 3, 4)
     np.testing.assert_allclose(custom.run({"x": xa})[0], np.exp(-xa), rtol=1e-6)
     assert [r[0] for r in custom.profile({"x": xa}, repeat=2).rows] == ["negate", "k1_exp"]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_kernel_failing_over_the_arena_raises_its_error_and_frees_the_arena(
+        level, monkeypatch):
+    x = graph.input("x", (3, 4))
+    m = graph.compile(graph.Graph(graph.exp(graph.relu(x, name="r"), name="e")), level=level)
+    xa = _rand(np.random.default_rng(10), 3, 4)
+    # status -2: heap buffer 0 could not be allocated (runtime.Module.raise_status's words)
+    monkeypatch.setattr(runtime.Module, "entry", property(lambda self: lambda *args: -2))
+    with pytest.raises(MemoryError, match=r"kernel 'k0_[a-z_]+': could not allocate memory "
+                                          r"for buffer '#0'"):
+        m.run({"x": xa})
+    monkeypatch.undo()
+    np.testing.assert_allclose(m.run({"x": xa})[0], np.exp(np.maximum(xa, 0)), rtol=1e-6)
+    assert not m._dispatch_lock.locked()   # the failed run let the arena go
