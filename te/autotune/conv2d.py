@@ -5,9 +5,10 @@ register-tiled micro-kernel) where the per-group channel counts fill a register 
 conv2d_nchw_phased (direct, over a phase-split padded input: depthwise and narrow grouped
 convs; conv2d_nchw where shapes are symbolic). schedule_conv2d takes the kernel's
 output tensor: the conv's own output, or one elementwise stage over it (a fused epilogue:
-bias, relu, residual add) that is then computed in the conv's final (cropping) loop. It
-finds the conv's stages by tag. Imports te.compute, te.schedule, te.errors and
-micro_kernel.vector_lanes.
+bias, relu, residual add) that is then computed in the conv's final (cropping) loop; where
+the padded input fits in L2 the GEMM is computed per block of output channels inside that
+loop. The register tile is chosen per shape (conv2d_tile). It finds the conv's stages by
+tag. Imports te.compute, te.schedule, te.errors and micro_kernel.vector_lanes.
 """
 from __future__ import annotations
 
