@@ -19,6 +19,7 @@ from runtime import cuda as rt_cuda
 from runtime.cuda_resources import check_fits, resource_usage
 
 from .codegen.cuda.codegen import generate_cuda
+from .codegen.cuda.vector_access import vector_loop
 from .errors import BuildError
 from .lower import pipeline
 from .lower.func import PrimFunc
@@ -67,5 +68,5 @@ def build_cuda(func: PrimFunc, signature: runtime.KernelSignature,
     module = rt_cuda.CudaModule(signature, source.text, kernels, temporaries, launch_plan,
                                 ptx=ptx, ptx_missing=missing)
     module.lowered = func
-    module.memory_analysis = functools.partial(memory_report, func)
+    module.memory_analysis = functools.partial(memory_report, func, vector_form=vector_loop)
     return module

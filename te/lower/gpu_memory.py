@@ -19,6 +19,7 @@ from .. import dtype as dt
 from ..compute import expr as E
 from ..errors import LoweringError
 from . import ir
+from .arith import key
 from .func import PrimFunc
 from .gpu_memory_count import Site, warps
 from .gpu_memory_report import AccessStats, KernelMemory, MemoryReport
@@ -34,12 +35,15 @@ class _Unknown:
 UNKNOWN = _Unknown()
 
 
-def memory_report(func: PrimFunc, sizes: tuple, blocks=3, iterations=8) -> MemoryReport:
+def memory_report(func: PrimFunc, sizes: tuple, blocks=3, iterations=8,
+                  vector_form=None) -> MemoryReport:
     """The access statistics of every kernel of `func` (split for 'cuda') for one call
     with size variables `sizes` (in func.scalar_params order). blocks: how many blocks of
     each grid to run (evenly spaced from the first to the last), or None for all.
     iterations: a serial loop longer than this runs its first and last iterations/2 only,
-    its counts scaled to the whole loop; None runs every iteration."""
+    its counts scaled to the whole loop; None runs every iteration. vector_form: the code
+    generator's vector form of a vectorized loop (vector_access.py's vector_loop), None
+    where it runs lane by lane; without it, every one does."""
     if func.device_plan is None:
         raise LoweringError(f"memory_report: function '{func.name}' has no device plan; "
                             f"lower it for 'cuda' with split_host_device=True")
@@ -53,16 +57,20 @@ def memory_report(func: PrimFunc, sizes: tuple, blocks=3, iterations=8) -> Memor
     for part in func.device_plan.kernels:
         grid, block = ([evaluate_on_host(part.extents[t], env) if t in part.extents else 1
                         for t in tags] for tags in (GRID_TAGS, BLOCK_TAGS))
-        kernels.append(_KernelRun(part, env, grid, block, iterations).run(blocks))
+        kernels.append(_KernelRun(part, env, grid, block, iterations, vector_form)
+                       .run(blocks))
     return MemoryReport(func.name, tuple(kernels))
 
 
 class _KernelRun:
     """One kernel run over sampled blocks, every thread of a block at once."""
 
-    def __init__(self, part, env: dict, grid: list, block: list, iterations):
+    def __init__(self, part, env: dict, grid: list, block: list, iterations, vector_form):
         self.part, self.grid, self.block = part, grid, block
         self.iterations = iterations
+        self.vector_form = vector_form
+        self.vector_forms: dict = {}   # id(For) -> (vector_form's answer, its keys) or None
+        self.node_keys: dict = {}      # id(Load or Store) -> node_key
         self.env = dict(env)
         self.sites: dict = {}          # id(Load or Store) -> Site
         self.memory_stmts: dict = {}   # id(Stmt) -> whether it touches global or shared
@@ -74,7 +82,9 @@ class _KernelRun:
                         if isinstance(x, ir.Allocate) and x.buffer.scope != "shared"}
         self.sampled_loops = False
         self.data_dependent_control = False
-        self.vector_group = None       # inside a vectorized loop: its requests by site
+        # inside a loop the code runs in vector form: (the keys of its vector accesses,
+        # their requests by site)
+        self.vector_group = None
         threads = block[0] * block[1] * block[2]
         tid = np.arange(threads, dtype=np.int64)
         self.thread_index = {"threadIdx.x": tid % block[0],
@@ -177,9 +187,25 @@ class _KernelRun:
             steps = list(range(half)) + list(range(longest - half, longest))
             scale = longest / len(steps)
             self.sampled_loops = True
-        group = {} if s.kind == ir.VECTORIZED and self.vector_group is None else None
-        outer, self.vector_group = self.vector_group, group if group is not None \
-            else self.vector_group
+        vec = group = None
+        if s.kind == ir.VECTORIZED and self.vector_group is None and \
+                self.vector_form is not None:
+            # once per loop: its guard's value is cached by id like every expression's
+            if id(s) not in self.vector_forms:
+                found = self.vector_form(s)
+                self.vector_forms[id(s)] = found and (found, {
+                    (id(a.buffer.data), key(a.index))
+                    for a in [found.store] + [load for load, _ in found.loads]})
+            vec, keys = self.vector_forms[id(s)] or (None, None)
+        if vec is not None:
+            # the threads that run the vector form: where its guard holds for every lane
+            # (the others run the loop lane by lane); a guard on loaded data: none
+            guard = mask if vec.guard is None else self.value(vec.guard)
+            wide = np.zeros_like(mask) if guard is UNKNOWN else mask & guard
+            group = {}
+        outer = self.vector_group
+        if group is not None:
+            self.vector_group = (keys, group)
         try:
             for step in steps:
                 self.env[s.loop_var] = low + step
@@ -189,7 +215,7 @@ class _KernelRun:
             self.vector_group = outer
         if group is not None:
             for site_id, requests in group.items():
-                self.vector_requests(self.sites[site_id], requests, longest)
+                self.vector_requests(self.sites[site_id], requests, vec.lanes, wide)
 
     def touches_memory(self, s: ir.Stmt) -> bool:
         """Whether `s` loads or stores a global or shared buffer: a nest over registers
@@ -233,28 +259,32 @@ class _KernelRun:
             raise LoweringError(f"memory_report: vector index of '{buffer.name}' in kernel "
                                 f"'{self.part.name}' (a function lowered for the CPU?)")
         width = _element_bytes(buffer.dtype)
-        if self.vector_group is not None:
-            self.vector_group.setdefault(id(node), []).append(
+        if self.vector_group is not None and self.node_key(node) in self.vector_group[0]:
+            self.vector_group[1].setdefault(id(node), []).append(
                 (np.asarray(address) * width, mask, weight))
         else:
             site.add(np.asarray(address) * width, mask, weight, width)
 
-    def vector_requests(self, site: Site, requests: list, lanes: int) -> None:
-        """A vectorized loop's requests of one site: one wide request (float2, float4) when
-        each thread reads consecutive, aligned elements, as vector code does; else each."""
+    def node_key(self, node) -> tuple:
+        """A Load's or Store's buffer and index, as vector_form names its accesses."""
+        found = self.node_keys.get(id(node))
+        if found is None:
+            found = self.node_keys[id(node)] = (id(node.buffer.data), key(node.index))
+        return found
+
+    def vector_requests(self, site: Site, requests: list, lanes: int,
+                        wide: np.ndarray) -> None:
+        """A vector access's requests, one per lane: the threads in `wide` make one wide
+        request (float2, float4: the lanes are consecutive and aligned, as the code
+        generator checked), the others one request per lane, as the code runs them."""
         width = _element_bytes(site.stats.dtype)
-        first, mask, weight = requests[0]
-        wide = width * lanes
-        if len(requests) == lanes and wide in (8, 16) and all(
-                m is mask or np.array_equal(m, mask) for _, m, _ in requests) and all(
-                np.array_equal(np.broadcast_to(a, mask.shape)[mask],
-                               np.broadcast_to(first + k * width, mask.shape)[mask])
-                for k, (a, _, _) in enumerate(requests)) and \
-                not (np.broadcast_to(first, mask.shape)[mask] % wide).any():
-            site.add(first, mask, weight, wide)
-            return
+        first, _, weight = requests[0]
+        if wide.any():
+            site.add(first, wide, weight, width * lanes)
         for address, m, w in requests:
-            site.add(address, m, w, width)
+            rest = m & ~wide
+            if rest.any():
+                site.add(address, rest, w, width)
 
     def loads(self, e: E.Expr, mask: np.ndarray, weight: float) -> None:
         """Every global or shared Load in `e` as a request."""

@@ -155,6 +155,64 @@ def test_vectorized_loops_count_as_wide_accesses_when_contiguous():
         assert stats.efficiency == efficiency, annotate
 
 
+
+def _scaled(n, lanes, annotate, dtype="float32", transposed=False):
+    """C = A * 3 (or C[i, j] = A[j, i] * 3, a strided read), `lanes` consecutive elements
+    of C per thread in a loop marked `annotate`, 64 threads a block."""
+    if transposed:
+        A = te.placeholder((n, n), name="A", dtype=dtype)
+        C = te.compute((n, n), lambda i, j: A[j, i] * 3, name="C")
+        s = te.create_schedule(C.op)
+        outer, inner = s[C].split(C.op.axis[1], factor=lanes)
+        _bind(s, C, C.op.axis[0], outer)
+    else:
+        A = te.placeholder((n,), name="A", dtype=dtype)
+        C = te.compute((n,), lambda i: A[i] * 3, name="C")
+        s = te.create_schedule(C.op)
+        outer, inner = s[C].split(C.op.axis[0], factor=lanes)
+        _bind(s, C, *s[C].split(outer, factor=64))
+    getattr(s[C], annotate)(inner)
+    return te.build(s, [A, C], target="cuda")
+
+
+def test_a_vectorized_loops_tail_counts_as_the_code_runs_it():
+    """1022 floats, four a thread: the code's float4 form runs where all four lanes are in
+    range, so every warp makes one 16-byte request a thread (8 requests, the last warp's
+    31 threads); the last thread's two elements (1020, 1021) go lane by lane in the else
+    branch, one scalar request each. Sectors: 7 warps of 16, 496 bytes from byte 3584
+    (16), then 2 sectors for bytes 4080 and 4084 (one each: a request is counted alone)."""
+    mod = _scaled(1022, 4, "vectorize")
+    assert "float4" in mod.get_source()
+    a = rand_array((1022,))
+    (c,) = run_emulated(mod, [a], [(1022,)], ["float32"])
+    np.testing.assert_allclose(c, a * 3, rtol=1e-6)
+    report = mod.memory_report(blocks=None)
+    for access in ("load", "store"):
+        stats = report.find("A" if access == "load" else "C", access)
+        assert (stats.requests, stats.sectors, stats.lanes) == (10, 7 * 16 + 16 + 2, 255 + 2)
+
+
+@pytest.mark.parametrize("lanes, dtype, transposed", [
+    (2, "int64", False),      # no longlong2 in the code generator: lane by lane
+    (4, "float32", True),     # a strided read: the whole loop stays scalar
+])
+def test_a_vectorized_loop_the_code_runs_lane_by_lane_counts_as_scalar(lanes, dtype,
+                                                                       transposed):
+    mods = [_scaled(64, lanes, annotate, dtype, transposed) for annotate in ("vectorize",
+                                                                           "unroll")]
+    assert not any(t in mods[0].get_source() for t in ("float4", "float2", "int4", "int2",
+                                                       "double2"))
+    shape = (64, 64) if transposed else (64,)
+    a = rand_array(shape, dtype)
+    (c,) = run_emulated(mods[0], [a], [shape], [dtype])
+    np.testing.assert_array_equal(c, (a.T if transposed else a) * np.array(3, dtype))
+    vector, unrolled = (m.memory_report(blocks=None) for m in mods)
+    for name, access in (("A", "load"), ("C", "store")):
+        got, want = vector.find(name, access), unrolled.find(name, access)
+        assert (got.requests, got.sectors, got.lanes) == \
+            (want.requests, want.sectors, want.lanes), (name, access)
+
+
 def test_a_gather_counts_its_data_dependent_addresses_as_unresolved():
     A = te.placeholder((50,), name="A")
     idx = te.placeholder((64,), name="idx", dtype="int32")
