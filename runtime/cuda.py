@@ -27,8 +27,8 @@ from .signature import KernelSignature
 from .timer import TimeResult, check_timing_parameters, time_function
 
 # te dtype -> the C type of a kernel parameter or local array.
-C_TYPES = {"float32": "float", "float64": "double", "int8": "signed char", "int16": "short",
-           "int32": "int", "int64": "long long", "uint8": "unsigned char",
+C_TYPES = {"float16": "half", "float32": "float", "float64": "double", "int8": "signed char",
+           "int16": "short", "int32": "int", "int64": "long long", "uint8": "unsigned char",
            "uint16": "unsigned short", "uint32": "unsigned int",
            "uint64": "unsigned long long", "bool": "bool"}
 MAX_THREADS_PER_BLOCK = 1024

@@ -17,6 +17,9 @@ import tempfile
 import numpy as np
 
 from .errors import RuntimeBuildError
+from .cuda_emulator_half import HALF_PRELUDE
+
+HALF_INCLUDE = "#include <cuda_fp16.h>\n"
 
 # A block's threads share __shared__ arrays as function statics: blocks run one at a time.
 PRELUDE = """\
@@ -375,7 +378,9 @@ class EmulatorBackend:
         if compiler is None:
             raise RuntimeBuildError("the CUDA emulator needs a C++ compiler (c++ or g++) "
                                     "on PATH")
-        parts = [PRELUDE, FIBERS, _register_shared_arrays(source)]
+        # cuda_fp16.h's names come with the prelude (cuda_emulator_half.py)
+        source = source.replace(HALF_INCLUDE, "")
+        parts = [PRELUDE, HALF_PRELUDE, FIBERS, _register_shared_arrays(source)]
         shuffles = "__shfl" in source
         for kernel in kernels:
             types = param_types[kernel.name]

@@ -30,6 +30,7 @@ from ...lower.passes.device_split import DevicePlan, KernelPart
 from ...lower.buffers import loaded_buffers, stored_buffers
 from ...lower.passes.device_sync import BLOCK_TAGS, shared_arrays
 from ...lower.passes.storage_flatten import NameTable
+from . import half
 from .allreduce import allreduce_lines
 from .vector_access import LANES, VECTOR_TYPES, VectorLoop, vector_loop
 
@@ -70,6 +71,8 @@ template <typename T> __device__ __forceinline__ T te_max(T a, T b) { return a <
 _FLOAT_MINMAX = {("min", "float32"): "fminf", ("max", "float32"): "fmaxf",
                  ("min", "float64"): "fmin", ("max", "float64"): "fmax"}
 
+# text that needs cuda_fp16.h: the half types, their conversions and intrinsics
+_HALF_USE = re.compile(r"\bhalf2?\b|\b__h[a-z]+\(|\b__\w+2half\b|\b__half2float\b")
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
           "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
 # te intrinsic -> C function for float64; float32 adds the `f` suffix (expf, sqrtf, ...).
@@ -94,6 +97,7 @@ reinterpret_cast requires restrict return short signed sizeof static static_asse
 static_cast struct switch template this thread_local throw true try typedef typeid typename
 union unsigned using virtual void volatile wchar_t while xor xor_eq main
 threadIdx blockIdx blockDim gridDim warpSize dim3 min max abs float2 float4 int2 int4 double2
+half half2 nvcuda
 NAN INFINITY NULL pthread_barrier_t errno assert stdin stdout stderr offsetof isnan isinf
 isfinite signbit fpclassify isnormal setjmp va_arg linux unix i386""".split()) | {
     name + suffix for name in list(_MATH.values()) + ["fmod", "floor", "trunc", "exp"]
@@ -138,6 +142,8 @@ def generate_cuda(func: PrimFunc, plan: DevicePlan, target) -> CudaSource:
         text = MINMAX_PRELUDE + "\n" + text
     if any(f"te_{op}<" in text for op in _INT_DIVISION):
         text = PRELUDE + "\n" + text
+    if _HALF_USE.search(text):
+        text = half.INCLUDE + "\n" + text
     return CudaSource(text, tuple(kernels))
 
 
@@ -388,10 +394,14 @@ class _KernelGen:
             return self.name(e, e.name)
         if isinstance(e, E.Const):
             return c_literal(e, self.c_types)
+        if isinstance(e, E.Binary) and half.uses_half(e):
+            return half.binary(e, self.expr(e.a), self.expr(e.b))
         if isinstance(e, E.Binary):
             return self.binary(e)
         if isinstance(e, E.Not):
             return f"(!{self.expr(e.a)})"
+        if isinstance(e, E.Cast) and half.HALF in (e.dtype, e.value.dtype):
+            return half.cast(e, self.expr(e.value), self.c_type)
         if isinstance(e, E.Cast):
             if dt.is_bool(e.dtype):
                 return f"({self.expr(e.value)} != 0)"
@@ -449,25 +459,34 @@ class _KernelGen:
         if e.name == "abs" and dt.is_integral(e.dtype):  # abs(MIN) wraps to MIN, as in numpy
             negated = f"(({self.c_type(e.dtype)})(0ull - (unsigned long long){args[0]}))"
             return f"({args[0]} < 0 ? {negated} : {args[0]})"
+        if e.dtype == half.HALF:   # computed in float, rounded to half once
+            return half.call(e.name, args, lambda name, xs: self.float_call(name, xs,
+                                                                            "float32"))
         if e.dtype not in ("float32", "float64"):
             raise BuildError(f"te.build: target 'cuda' does not support {e.name} on "
                              f"{e.dtype} yet")
-        suffix = "f" if e.dtype == "float32" else ""
-        fast = self.fast_math and e.dtype == "float32"
-        if e.name == "sigmoid":
-            one = c_literal(E.const(1.0, e.dtype), self.c_types)
+        return self.float_call(e.name, args, e.dtype)
+
+    def float_call(self, name: str, args: list, dtype: str) -> str:
+        """The C of math intrinsic `name` on `args` (C text) of float dtype `dtype`."""
+        suffix = "f" if dtype == "float32" else ""
+        fast = self.fast_math and dtype == "float32"
+        if name == "sigmoid":
+            one = c_literal(E.const(1.0, dtype), self.c_types)
             exp = "__expf" if fast else f"exp{suffix}"
             return f"({one} / ({one} + {exp}(-{args[0]})))"
-        if fast and e.name in _FAST_MATH:
-            return f"{_FAST_MATH[e.name]}({', '.join(args)})"
-        if e.name not in _MATH:
-            raise BuildError(f"te.build: target 'cuda' has no intrinsic {e.name!r}")
-        return f"{_MATH[e.name]}{suffix}({', '.join(args)})"
+        if fast and name in _FAST_MATH:
+            return f"{_FAST_MATH[name]}({', '.join(args)})"
+        if name not in _MATH:
+            raise BuildError(f"te.build: target 'cuda' has no intrinsic {name!r}")
+        return f"{_MATH[name]}{suffix}({', '.join(args)})"
 
 
 def c_literal(c: E.Const, c_types) -> str:
     if dt.is_bool(c.dtype):
         return "true" if c.value else "false"
+    if c.dtype == half.HALF:
+        return half.literal(c.value)
     if dt.is_integral(c.dtype):
         v = int(c.value)
         suffix = {"int64": "LL", "uint64": "ULL", "uint32": "U"}.get(c.dtype, "")

@@ -20,7 +20,8 @@ from ...lower.arith import Analyzer, key
 from ...lower.passes.loop_partition import conjuncts
 
 VECTOR_TYPES = {("float32", 2): "float2", ("float32", 4): "float4", ("int32", 2): "int2",
-                ("int32", 4): "int4", ("float64", 2): "double2"}
+                ("int32", 4): "int4", ("float64", 2): "double2",
+                ("float16", 2): "half2"}
 LANES = "xyzw"
 _SCOPES = ("global", "shared")
 
