@@ -213,6 +213,39 @@ def test_a_vectorized_loop_the_code_runs_lane_by_lane_counts_as_scalar(lanes, dt
             (want.requests, want.sectors, want.lanes), (name, access)
 
 
+
+@pytest.mark.parametrize("lanes, per_request", [(1, 4), (2, 8)])
+def test_a_2d_block_counts_by_hand(lanes, per_request):
+    """Y = X * 2 on 64 x 64 floats, blocks of threadIdx.y 8 rows by threadIdx.x 16 threads
+    of one float (lanes 1) or 8 threads of a float2 (lanes 2): a warp covers 32 // (16 //
+    lanes) rows of 64 bytes, each two aligned sectors of one 128-byte line, so a request
+    touches 4 or 8 sectors (all used) in 2 or 4 lines (1 or 2 needed); 4096 / lanes / 32
+    requests; one lane a thread."""
+    X = te.placeholder((64, 64), name="X")
+    Y = te.compute((64, 64), lambda i, j: X[i, j] * 2.0, name="Y")
+    s = te.create_schedule(Y.op)
+    by, bx, ty, tx = s[Y].tile(Y.op.axis[0], Y.op.axis[1], 8, 16)
+    if lanes > 1:
+        tx, lane = s[Y].split(tx, factor=lanes)
+        s[Y].vectorize(lane)
+    for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"),
+                      (tx, "threadIdx.x")):
+        s[Y].bind(axis, te.thread_axis(tag))
+    mod = te.build(s, [X, Y], target="cuda")
+    assert ("float2" in mod.get_source()) == (lanes == 2)
+    x = rand_array((64, 64))
+    (y,) = run_emulated(mod, [x], [(64, 64)], ["float32"])
+    np.testing.assert_array_equal(y, x * 2.0)
+    report = mod.memory_report(blocks=None)
+    requests = 4096 // lanes // 32
+    for name, access in (("X", "load"), ("Y", "store")):
+        stats = report.find(name, access)
+        assert (stats.requests, stats.sectors, stats.ideal_sectors) == \
+            (requests, requests * per_request, requests * per_request)
+        assert (stats.lines, stats.ideal_lines, stats.lanes) == \
+            (requests * per_request // 2, requests * per_request // 4, 4096 // lanes)
+
+
 def test_a_gather_counts_its_data_dependent_addresses_as_unresolved():
     A = te.placeholder((50,), name="A")
     idx = te.placeholder((64,), name="idx", dtype="int32")
