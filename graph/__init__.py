@@ -31,7 +31,7 @@ class _Package(types.ModuleType):
             value = sorted({k for k in dir(api) if not k.startswith("_")} | {"load_module"})
             types.ModuleType.__setattr__(self, name, value)
             return value
-        if name.startswith("__"):
+        if name.startswith("__") or "." in name:   # a dotted name is never an attribute
             raise AttributeError(f"module 'graph' has no attribute {name!r}")
         if name not in API_OVER_SUBMODULE and find_spec(f"graph.{name}") is not None:
             value = import_module(f"graph.{name}")  # `from . import cache` in graph itself

@@ -328,6 +328,10 @@ def test_graph_names_over_submodules():
     assert graph.fuse is sys.modules["graph.fuse"]
     with pytest.raises(AttributeError, match="module 'graph' has no attribute 'nothing'"):
         graph.nothing
+    # a dotted name is no attribute (find_spec would import its parent, or fail with
+    # ModuleNotFoundError): getattr's default, as for any module
+    assert getattr(graph, "nothing.x", "default") == "default"
+    assert not hasattr(graph, "frontend.onnx")
 
 
 def test_star_import_gives_the_public_names():
