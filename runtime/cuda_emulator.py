@@ -18,8 +18,10 @@ import numpy as np
 
 from .errors import RuntimeBuildError
 from .cuda_emulator_half import HALF_PRELUDE
+from .cuda_emulator_wmma import WMMA_PRELUDE
 
 HALF_INCLUDE = "#include <cuda_fp16.h>\n"
+WMMA_INCLUDE = "#include <mma.h>\n"   # nvcuda::wmma: cuda_emulator_wmma.py
 
 # A block's threads share __shared__ arrays as function statics: blocks run one at a time.
 PRELUDE = """\
@@ -379,8 +381,8 @@ class EmulatorBackend:
             raise RuntimeBuildError("the CUDA emulator needs a C++ compiler (c++ or g++) "
                                     "on PATH")
         # cuda_fp16.h's names come with the prelude (cuda_emulator_half.py)
-        source = source.replace(HALF_INCLUDE, "")
-        parts = [PRELUDE, HALF_PRELUDE, FIBERS, _register_shared_arrays(source)]
+        source = source.replace(HALF_INCLUDE, "").replace(WMMA_INCLUDE, "")
+        parts = [PRELUDE, HALF_PRELUDE, WMMA_PRELUDE, FIBERS, _register_shared_arrays(source)]
         shuffles = "__shfl" in source
         for kernel in kernels:
             types = param_types[kernel.name]

@@ -30,7 +30,7 @@ from ...lower.passes.device_split import DevicePlan, KernelPart
 from ...lower.buffers import loaded_buffers, stored_buffers
 from ...lower.passes.device_sync import BLOCK_TAGS, shared_arrays
 from ...lower.passes.storage_flatten import NameTable
-from . import half
+from . import half, tensor_core
 from .allreduce import allreduce_lines
 from .vector_access import LANES, VECTOR_TYPES, VectorLoop, vector_loop
 
@@ -142,8 +142,12 @@ def generate_cuda(func: PrimFunc, plan: DevicePlan, target) -> CudaSource:
         text = MINMAX_PRELUDE + "\n" + text
     if any(f"te_{op}<" in text for op in _INT_DIVISION):
         text = PRELUDE + "\n" + text
+    if f"{tensor_core.HELPER_NAME}(" in text:
+        text = tensor_core.HELPER + "\n" + text
     if _HALF_USE.search(text):
         text = half.INCLUDE + "\n" + text
+    if f"{tensor_core.HELPER_NAME}(" in text:   # after cuda_fp16.h, which it includes too
+        text = tensor_core.INCLUDE + "\n" + text
     return CudaSource(text, tuple(kernels))
 
 
@@ -413,6 +417,8 @@ class _KernelGen:
             return self.call(e)
         if isinstance(e, ir.Load):
             return f"{self.buffer(e.buffer)}[{_bare(self.index(e.index))}]"
+        if isinstance(e, ir.AccessPtr):   # an extern call's pointer argument
+            return f"({self.buffer(e.buffer)} + {self.index(e.offset)})"
         raise BuildError(f"te.build: target 'cuda' cannot generate {type(e).__name__}")
 
     def binary(self, e: E.Binary) -> str:

@@ -24,6 +24,7 @@ from ..printer import print_expr
 from ..visitor import SKIP, stmt_children, walk_down, walk_stmts
 from .device_carried import check_carried_reads
 from .thread_allreduce import partial_buffers, plan_allreduces
+from .warp_calls import with_warp_lanes
 from .device_sync import (BLOCK_TAGS, check_barriers, check_in_place_updates,
                           check_memory_limits, filled_name, fills_shared_only, stage_name,
                           updated_buffers)
@@ -85,6 +86,7 @@ def split_host_device(func: PrimFunc, target) -> DevicePlan:
                              f"te.thread_axis('blockIdx.x')) and te.thread_axis('threadIdx.x')")
         extents = {tag: _launch_extent(tag, exprs, host_vars)
                    for tag, exprs in checker.extents.items()}
+        extents = with_warp_lanes(name, nest, extents)
         _check_static_limits(extents, target)
         for b in checker.buffers.values():
             if b.data not in known and b.data not in checker.local:
@@ -283,7 +285,7 @@ class _KernelChecker:
         return None
 
     def _visit_expr(self, e) -> None:
-        if isinstance(e, ir.Load):
+        if isinstance(e, (ir.Load, ir.AccessPtr)):   # AccessPtr: an extern call's pointer
             self.buffers.setdefault(e.buffer.data, e.buffer)
         elif isinstance(e, E.Var):
             self.vars.add(e)
