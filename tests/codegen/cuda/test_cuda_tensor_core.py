@@ -112,3 +112,12 @@ def test_ptx_for_sm80_uses_the_tensor_cores():
     assert "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32" in ptx
     assert "wmma.load.a.sync.aligned.row.m16n16k16" in ptx
     assert "wmma.store.d.sync.aligned.row.m16n16k16" in ptx
+
+
+@pytest.mark.parametrize("M, N", [(40, 32), (32, 40)])
+def test_sizes_not_multiples_of_16_are_refused(M, N):
+    s, args = _wmma_matmul(M, N, 32)
+    with pytest.raises(te.LoweringError, match=r"^tensorize on stage 'C' at loop 'i.inner': "
+                       r"the loops need a bounds guard .*: split by factors that divide the "
+                       r"extents$"):
+        te.build(s, args, target="cuda")
