@@ -52,7 +52,13 @@ def _one_call_per_round(mod: CudaModule) -> CudaModule:
     timer = mod.time_evaluator
 
     def time_evaluator(func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0):
-        return timer(func_name, dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            evaluator = timer(func_name, dev, number=1, repeat=repeat,
+                              min_repeat_ms=min_repeat_ms)
+        for w in caught:   # the module's own warnings, pointing at the caller
+            warnings.warn(w.message, stacklevel=2)
+        return evaluator
     mod.time_evaluator = time_evaluator
     return mod
 
