@@ -19,3 +19,27 @@ def always_hang(config):
     resume-after-timeout and orphan-worker tests)."""
     if config and config.get("knobs"):
         time.sleep(1000)
+
+
+def gpu_is_the_emulator(config):
+    """A stand-in GPU for the tuning worker of a 'cuda' run: CUDA modules run their source
+    in the emulator through a backend that is not the emulator's own class, so the worker
+    takes its GPU path (timed with time_evaluator, no emulated-time warning)."""
+    from runtime import cuda as rt_cuda
+    from runtime.cuda_emulator import EmulatorBackend
+    if getattr(rt_cuda, "_stand_in_gpu", False):
+        return
+    rt_cuda._stand_in_gpu = True
+
+    class StandInGPU:
+        def __init__(self, module):
+            self.inner = EmulatorBackend(module.source, module.kernels, module._param_types())
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    def get_backend(module):
+        if module._backend is None:
+            module._backend = StandInGPU(module)
+        return module._backend
+    rt_cuda.CudaModule._get_backend = get_backend

@@ -3,10 +3,13 @@ template with shared/local caches, virtual threads and cooperative fetching is t
 'cuda' (on the GPU, or in the CUDA emulator with a warning where none is present), the log
 is picked and applied under `with tvm.target.Target("cuda")`, and the built module matches
 topi.testing's reference; configs that te.build refuses are logged as errors and the run
-goes on."""
+goes on; where a GPU is present (here a stand-in: the emulator behind another backend),
+configs are timed with the runner's repeats and the leaders re-measured."""
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import warnings
 
 import numpy as np
@@ -14,6 +17,9 @@ import pytest
 
 import te as te_lib
 import te.tvm as tvm
+from te.autotune import task as autotune_task
+from te.autotune import result as autotune_result
+from te.autotune import tune as autotune_tune
 from te.autotune.task import gpu_present
 from te.tvm import autotvm, te, topi
 from te.tvm.topi.testing import conv2d_nchw_python
@@ -79,6 +85,22 @@ def scale_template(n):
     s[B].bind(tx, te.thread_axis("threadIdx.x"))
     return s, [A, B]
 
+
+@autotvm.template("test_tvm_cuda/scale_by")
+def scale_by_template(n):
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 3.0 - 1.0, name="B")
+    s = te.create_schedule(B.op)
+    cfg = autotvm.get_config()
+    cfg.define_knob("threads", [32, 64, 128])
+    bx, tx = s[B].split(B.op.axis[0], factor=cfg["threads"].val)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    return s, [A, B]
+
+
+STAND_IN_GPU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "autotune", "_hooks.py") + ":gpu_is_the_emulator"
 
 FAST = dict(builder=autotvm.LocalBuilder(),
             runner=autotvm.LocalRunner(repeat=3, min_repeat_ms=100, timeout=4))
@@ -162,3 +184,27 @@ def test_the_automatic_space_is_not_tuned_for_cuda():
                        r"template \(@te.autotune.template\) whose schedule binds GPU threads; "
                        r"the automatic space of B schedules for the CPU \('llvm'\)$"):
         te_lib.autotune(B, trials=1, target="cuda", verbose=0)
+
+
+def test_where_a_gpu_is_present_configs_are_timed_there_and_the_leaders_re_measured(
+        tmp_path, monkeypatch):
+    # the tuning process sees a GPU; the workers' "GPU" is the emulator behind a stand-in
+    # backend (tests/autotune/_hooks.py), so the worker takes its GPU path
+    for module in (autotune_task, autotune_tune):
+        monkeypatch.setattr(module, "gpu_present", lambda: True)
+    log = str(tmp_path / "scale_by.log")
+    task = autotvm.task.create("test_tvm_cuda/scale_by", args=(1000,), target="cuda")
+    option = dataclasses.replace(autotvm.measure_option(
+        builder=autotvm.LocalBuilder(), runner=autotvm.LocalRunner(number=2, repeat=3)),
+        hook=STAND_IN_GPU)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        autotvm.tuner.GridSearchTuner(task).tune(
+            n_trial=3, measure_option=option, callbacks=[autotvm.callback.log_to_file(log)])
+    assert not [w for w in caught if "CUDA emulator" in str(w.message)]
+    records = _records(log)
+    assert all(r["result"]["error"] is None for r in records), records
+    assert all(len(r["result"]["costs"]) == 3 for r in records)      # repeat=3, timed
+    assert all(r["result"]["msg"] != "emulated: one run" for r in records)
+    # 3 trials, then the 3 leaders re-measured in CONFIRM_ROUNDS rounds
+    assert len(records) == 3 + 3 * autotune_result.CONFIRM_ROUNDS
