@@ -2,8 +2,9 @@
 
 'auto': te.autotune.auto_schedule (the automatic space's default config, or its best
 tuning record under apply_history_best). 'conv2d': te.autotune's conv2d strategy (see
-schedule_conv2d for why). 'pool': te.autotune.schedule_pool2d (rows of outputs as vectors
-over a phase-split padded input), else as 'auto'. Takes the kernel's output tensors and
+schedule_conv2d for why; its default config, or its best record). 'pool':
+te.autotune.schedule_pool2d (rows of outputs as vectors over a phase-split padded input),
+else as 'auto'. Takes the kernel's output tensors and
 argument list, gives (schedule, args). Imports te's public API only.
 """
 from __future__ import annotations
@@ -28,11 +29,20 @@ def schedule(family: str, outs: list, args: list) -> tuple:
         return te.create_schedule([o.op for o in outs]), args
 
 
+def strategy(family: str) -> str:
+    """The te.autotune space (strategy) schedule() takes for `family`'s kernels: what
+    graph.autotune tunes them in and what their records' workload key names."""
+    return "conv2d" if family == "conv2d" else "auto"
+
+
 def fixed_schedule(family: str, outs: list) -> str | None:
     """Why schedule() gives this kernel a schedule without knobs (nothing to tune), or None
-    when it takes te.autotune.auto_schedule, whose automatic space records can tune."""
+    when it takes te.autotune.auto_schedule or te.autotune.schedule_conv2d's GEMM form,
+    whose spaces records can tune."""
     if family == "conv2d":
-        return "the conv2d strategy (te.autotune.schedule_conv2d) has no knobs"
+        if te.autotune.conv2d_space(outs[0]).size <= 1:
+            return "the conv2d strategy's direct form (te.autotune.schedule_conv2d) has no knobs"
+        return None
     if family == "pool" and len(outs) == 1:
         try:
             te.autotune.schedule_pool2d(outs[0])

@@ -6,8 +6,8 @@ tuners, measurement workers, shared here, and JSON-lines records, so the log is 
 te.autotune log and a second call with it resumes), in rounds of `batch_size` trials that
 the task scheduler (graph.tuning_scheduler) gives to the kernel with the largest expected
 gain in the model's time. graph.compile(g, tuning_log=log) then builds the best records.
-Gives a GraphTuneResult. Imports te's public API and graph.{errors,ir,tuning_scheduler,
-tuning_tasks}.
+Gives a GraphTuneResult. Imports te's public API and graph.{errors,ir,schedule,
+tuning_scheduler,tuning_tasks}.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from te.errors import ArgumentError, TEError
 
 from .errors import GraphError
 from .tuning_scheduler import TaskScheduler
+from .schedule import strategy
 from .tuning_tasks import extract_tasks
 
 WHO = "graph.autotune"
@@ -129,7 +130,8 @@ def _open_sessions(tasks: list, options, pool, sessions: list) -> None:
         if not task.tunable:
             continue
         try:
-            session = te.autotune.session(task.outs, options, args=task.args, workers=pool)
+            session = te.autotune.session(task.outs, options, args=task.args, workers=pool,
+                                          strategy=strategy(task.family))
         except ArgumentError as err:
             raise GraphError(str(err).replace("te.autotune:", f"{WHO}:", 1)) from None
         except TEError as err:

@@ -2,8 +2,9 @@
 
 extract_tasks(g, level) builds each kernel's te compute as graph.compile does at `level`
 (O0: one kernel per node; O1 and O2: graph.passes.optimize, then graph.fuse, one kernel per
-group that is not a view), files the kernels by te.autotune's workload key (the key tuning
-records are filed under and apply_history_best looks up), so identical workloads are one
+group that is not a view), files the kernels by te.autotune's workload key in the space of
+their family (graph.schedule.strategy: the key tuning records are filed under and
+apply_history_best looks up), so identical workloads are one
 task, and counts how many kernels of the graph each task stands for (its weight). A task
 whose schedule has no knobs says why (graph.schedule.fixed_schedule). Imports te's public
 API and graph.{errors,fuse,group_kernels,ir,kernels,ops,passes,schedule}.
@@ -21,7 +22,7 @@ from .ir import Graph
 from .kernels import check_static
 from .ops import OPS, build_compute
 from .passes import optimize
-from .schedule import fixed_schedule
+from .schedule import fixed_schedule, strategy
 
 LEVELS = ("O0", "O1", "O2")
 
@@ -69,7 +70,7 @@ def extract_tasks(g: Graph, level: str = "O2", who: str = "graph.extract_tasks")
         kernels = [_group_kernel(group) for group in fuse(optimize(g)) if not group.is_view]
     tasks: dict = {}
     for name, family, ins, outs, values in kernels:
-        key = te.autotune.graph_key(outs)
+        key = te.autotune.strategy_key(outs, strategy(family))
         task = tasks.get(key)
         if task is None:
             tasks[key] = TuningTask(key, name, family, ins, outs, 1, list(values),

@@ -1,32 +1,33 @@
 """te.autotune: the public entry point, a callable that also carries the template API.
 
 Gives `autotune(outputs, trials=500, ...)` plus `autotune.template`, `.get_config`,
-`.apply_history_best` (`.history_active`, `.trace_lookups`: which records
-schedules took), `.auto_schedule`, `.load_best`, `.upgrade_log` (old logs), the
-option classes TuneOptions and MeasureOptions, SplitEntity / OtherOptionEntity, and the
-micro-kernel for templates, `.define_matmul_like` / `.schedule_matmul_like` (and
-`.panel_width`, the layout of weights packed ahead), and the
-conv2d strategy, `.conv2d_compute` / `.schedule_conv2d` (`.conv2d_tile`,
-`.conv2d_weight_tile`), and the pooling schedule `.schedule_pool2d`; `.session` runs a
-tuning loop in steps (over a `.LocalRunner`'s shared workers), and `.graph_key` is the
-workload key records of a compute graph are filed under. Stays light at import
-time (no numpy-heavy, optuna or xgboost imports): `import te` must stay fast; the tuning
-loop is imported when a tuning run starts.
-Imports conv2d, pool, dispatch, measure, micro_kernel, options, space, split, upgrade, workload.
+`.apply_history_best` (`.history_active`, `.trace_lookups`: which records schedules took),
+`.auto_schedule`, `.load_best`, `.upgrade_log` (old logs), the option classes TuneOptions and
+MeasureOptions, SplitEntity / OtherOptionEntity, and the micro-kernel for templates,
+`.define_matmul_like` / `.schedule_matmul_like` (and `.panel_width`, the layout of weights packed
+ahead), and the conv2d strategy, `.conv2d_compute` / `.schedule_conv2d` (`.conv2d_tile`,
+`.conv2d_weight_tile`; its knobs `.conv2d_space`, its records' key `.conv2d_key`), and the pooling
+schedule `.schedule_pool2d`; `.session` runs a tuning loop in steps (over a `.LocalRunner`'s shared
+workers), and `.graph_key` is the workload key records of a compute graph are filed under
+(`.strategy_key`: under a strategy's space, `strategy="conv2d"` in te.autotune and .session). Stays
+light at import time (no numpy-heavy, optuna or xgboost imports): `import te` must stay fast; the
+tuning loop is imported when a tuning run starts. Imports conv2d, conv2d_space, pool, dispatch,
+measure, micro_kernel, options, space, split, upgrade, workload.
 """
 from __future__ import annotations
 
 from ..errors import ArgumentError, TuningInterrupted, TuningLogError
 from . import dispatch
 from .measure import LocalRunner, MeasureOptions
-from .conv2d import conv2d_compute, conv2d_tile, conv2d_weight_tile, schedule_conv2d
+from .conv2d import conv2d_compute, conv2d_tile, conv2d_weight_tile
+from .conv2d_space import conv2d_key, conv2d_space, schedule_conv2d
 from .pool import schedule_pool2d
 from .micro_kernel import define_matmul_like, panel_width, schedule_matmul_like
 from .options import TuneOptions, options_from_keywords
 from .space import ConfigEntity, ConfigSpace, OtherOptionEntity
 from .split import SplitEntity
 from .upgrade import upgrade_log
-from .workload import graph_key
+from .workload import graph_key, strategy_key
 
 
 def auto_schedule(outputs, args=None):
@@ -53,7 +54,9 @@ class _AutotuneAPI:
     tuner="xgb", timeout=None, seed=None, early_stopping=None, verbose=1,
     measure_option=None, batch_size=16)
 
-    Tune `outputs` (a tensor, an op or a list; or a @te.autotune.template with args=) and
+    Tune `outputs` (a tensor, an op or a list; or a @te.autotune.template with args=) in
+    the space of `strategy`: "auto" (the automatic space) or "conv2d" (the conv2d
+    strategy's knobs, for a conv2d_compute output or one elementwise stage over it), and
     return a TuneResult (best config, time, GFLOP/s, history, .schedule(), .build()). The
     options are te.autotune.TuneOptions' fields, given as keywords, or as `options` (a
     TuneOptions) that keywords override. Ctrl-C raises te.autotune.TuningInterrupted (a
@@ -77,6 +80,9 @@ class _AutotuneAPI:
     conv2d_weight_tile = staticmethod(conv2d_weight_tile)
     schedule_pool2d = staticmethod(schedule_pool2d)
     schedule_conv2d = staticmethod(schedule_conv2d)
+    conv2d_space = staticmethod(conv2d_space)
+    conv2d_key = staticmethod(conv2d_key)
+    strategy_key = staticmethod(strategy_key)
     ConfigSpace = ConfigSpace
     ConfigEntity = ConfigEntity
     SplitEntity = SplitEntity
@@ -89,7 +95,8 @@ class _AutotuneAPI:
     TuningInterrupted = TuningInterrupted
     TuningLogError = TuningLogError
 
-    def __call__(self, outputs, options: TuneOptions | None = None, *, args=None, **keywords):
+    def __call__(self, outputs, options: TuneOptions | None = None, *, args=None,
+                 strategy: str = "auto", **keywords):
         from .task import AutoTask, TemplateTask
         from .tune import tune
         options = options_from_keywords(options, keywords)
@@ -99,20 +106,20 @@ class _AutotuneAPI:
                                     f"to call it with")
             task = TemplateTask(outputs, args)
         else:
-            task = AutoTask(outputs, args)
+            task = AutoTask(outputs, args, strategy)
         return tune(task, options)
 
     def session(self, outputs, options: TuneOptions | None = None, *, args=None,
-                workers=None, **keywords):
+                workers=None, strategy: str = "auto", **keywords):
         """A te.autotune run in steps (tune.Session: resumed from `log` when made, then
         .measure(n), .finish(), .close(); .result is the TuneResult): what graph.autotune
         interleaves over the kernels of a model. `workers`: a te.autotune.LocalRunner
-        whose worker processes the session borrows."""
+        whose worker processes the session borrows; `strategy` as te.autotune's."""
         from .task import AutoTask
         from .tune import Session, check_log
         options = options_from_keywords(options, keywords)
         check_log(options.log, "te.autotune")
-        return Session(AutoTask(outputs, args), options, workers=workers)
+        return Session(AutoTask(outputs, args, strategy), options, workers=workers)
 
     def __repr__(self):
         return "te.autotune"

@@ -3,19 +3,18 @@
 conv2d_compute picks conv2d_nchw_gemm (a GEMM over padded, phase-split rows with a
 register-tiled micro-kernel) where the per-group channel counts fill a register tile, else
 conv2d_nchw_phased (direct, over a phase-split padded input: depthwise and narrow grouped
-convs; conv2d_nchw where shapes are symbolic). schedule_conv2d takes the kernel's
-output tensor: the conv's own output, or one elementwise stage over it (a fused epilogue:
-bias, relu, residual add) that is then computed in the conv's final (cropping) loop; where
-the padded input fits in L2 the GEMM is computed per block of output channels inside that
-loop. The register tile is chosen per shape (conv2d_tile). It finds the conv's stages by
-tag. Imports te.compute, te.schedule, te.errors and micro_kernel.vector_lanes.
+convs; conv2d_nchw where shapes are symbolic). The register tile is chosen per shape
+(conv2d_tile). The schedule (conv2d_space.schedule_conv2d) takes the kernel's output
+tensor: the conv's own output, or one elementwise stage over it (a fused epilogue: bias,
+relu, residual add) that is then computed in the conv's final (cropping) loop; the GEMM
+form's choices are knobs there, the direct form's schedule (schedule_direct) and the
+helpers both share are here. Stages are found by tag. Imports te.compute, te.schedule,
+te.errors and micro_kernel.vector_lanes.
 """
 from __future__ import annotations
 
-import math
-
 from ..compute import ops
-from ..compute.ops.conv2d_gemm import CROP_TAG, GEMM_TAG, PACK_TAG, gemm_pixels
+from ..compute.ops.conv2d_gemm import PACK_TAG, gemm_pixels
 from ..compute.ops.nn import conv2d_geometry
 from ..compute.tensor import ComputeOp, Tensor
 from ..errors import ArgumentError
@@ -107,31 +106,14 @@ def producer_ops(out: Tensor) -> list:
     return found
 
 
-def _by_tag(ops_: list, tags) -> ComputeOp | None:
+def by_tag(ops_: list, tags) -> ComputeOp | None:
     for op in ops_:
         if any(t in tags for t in op.tag.split(",")):
             return op
     return None
 
 
-def schedule_conv2d(out: Tensor):
-    """A schedule of `out`: a conv2d_compute output or one elementwise stage over it."""
-    if not isinstance(out, Tensor):
-        raise ArgumentError(f"te.autotune.schedule_conv2d: out must be a te.Tensor (the "
-                            f"conv's output or an elementwise stage over it), got "
-                            f"{type(out).__name__}")
-    found = producer_ops(out)
-    gemm = _by_tag(found, (GEMM_TAG,))
-    if gemm is not None:
-        return _schedule_gemm(out, found, gemm)
-    conv = _by_tag(found, DIRECT_TAGS)
-    if conv is None:
-        raise ArgumentError(f"te.autotune.schedule_conv2d: out ('{out.op.name}') reads no "
-                            f"conv2d stage (tags {GEMM_TAG!r} or {DIRECT_TAGS})")
-    return _schedule_direct(out, found, conv)
-
-
-def _epilogue(s, out: Tensor, found: list, stop) -> None:
+def epilogue(s, out: Tensor, found: list, stop) -> None:
     """Inline every stage between `out` and `stop` (the crop and any elementwise stage), so
     the output loop computes them from the conv's result as it writes."""
     for op in found[1:]:
@@ -139,7 +121,7 @@ def _epilogue(s, out: Tensor, found: list, stop) -> None:
             s[op].compute_inline()
 
 
-def _out_loops(s, out: Tensor, lanes: int):
+def out_loops(s, out: Tensor, lanes: int):
     """(batch, channel) rows of `out` in parallel, each row's pixels vectorized; gives
     (the fused parallel loop, the row loop y)."""
     n, f, y, x = s[out].op.axis
@@ -151,81 +133,7 @@ def _out_loops(s, out: Tensor, lanes: int):
     return row, y
 
 
-def _schedule_gemm(out: Tensor, found: list, gemm: ComputeOp):
-    s = create_schedule(out.op)
-    pack = _by_tag(found, (PACK_TAG,))
-    crop = _by_tag(found, (CROP_TAG,))
-    if pack is None or crop is None:
-        raise ArgumentError(f"te.autotune.schedule_conv2d: stage '{gemm.name}' lacks its "
-                            f"pack or crop stage (tags {PACK_TAG!r}, {CROP_TAG!r})")
-    if gemm.attrs.get("form") == "panels":
-        return _schedule_panels(s, out, found, gemm, pack)
-    lanes = vector_lanes(out.dtype)
-    # the pack: (batch, channel) in parallel, each phase row a vectorized run
-    n, c, a, b, q = s[pack].op.axis
-    wq = pack.attrs["pitch"]
-    qo, qi = s[pack].split(q, factor=wq)
-    s[pack].parallel(s[pack].fuse(n, c))
-    s[pack].vectorize(s[pack].split(qi, factor=min(lanes, wq))[1])
-    # the GEMM: an mr x nr tile accumulates in registers over (channels, kernel rows,
-    # kernel columns); computed per channel block where it can, else whole before the crop
-    mr, nr = gemm.attrs["tile"]
-    Yf = gemm.output(0)
-    local = s.cache_write(Yf, "local")
-    axes = list(s[Yf].op.axis)
-    if len(axes) == 3 and _channels_outer(pack):
-        _gemm_in_blocks(s, out, found, gemm, lanes)
-    else:
-        _gemm_whole(s, Yf, pack, (mr, nr))
-        _epilogue(s, out, found, gemm)
-        _out_loops(s, out, lanes)
-    lf, lp = s[local].op.axis[-2:]
-    rc, ry, rx = s[local].op.reduce_axis
-    s[local].compute_at(s[Yf], s[Yf].leaf_iter_vars[-3])
-    s[local].reorder(rc, ry, rx, lf, lp)
-    for ax in (ry, rx, lf):
-        s[local].unroll(ax)
-    s[local].vectorize(lp)
-    return s
-
-
-def _gemm_whole(s, Yf: Tensor, pack: ComputeOp, tile) -> None:
-    """The whole GEMM as a stage of its own, before the crop: pixel tiles (with batch and
-    group) in parallel and channel tiles inside, or the other way round (_channels_outer)."""
-    mr, nr = tile
-    axes = list(s[Yf].op.axis)
-    fo, fi = s[Yf].split(axes[-2], factor=mr)
-    po, pi = s[Yf].split(axes[-1], factor=nr)
-    outer, inner = (fo, po) if _channels_outer(pack) else (po, fo)
-    s[Yf].reorder(*axes[:-2], outer, inner, fi, pi)
-    s[Yf].parallel(s[Yf].fuse(*axes[:-2], outer))
-    s[Yf].unroll(fi)
-    s[Yf].vectorize(pi)
-
-
-def _gemm_in_blocks(s, out: Tensor, found: list, gemm: ComputeOp, lanes: int) -> None:
-    """The GEMM computed per block of mr output channels (with the batch) inside the
-    output's parallel loop, each block's result cropped (through the epilogue) right after,
-    while it is in L2, not written whole and read back; each block streams its weights
-    once over every pixel tile, which re-read the packed input from L2 (groups 1)."""
-    mr, nr = gemm.attrs["tile"]
-    Yf = gemm.output(0)
-    _epilogue(s, out, found, gemm)
-    n, f, y, x = s[out].op.axis
-    fo, fi = s[out].split(f, factor=mr)
-    s[out].reorder(n, fo, fi, y, x)
-    block = s[out].fuse(n, fo)
-    s[out].parallel(block)
-    s[out].vectorize(s[out].split(x, factor=max(1, min(lanes, int(out.shape[3].value))))[1])
-    s[Yf].compute_at(s[out], block)
-    yn, yf, yp = s[Yf].op.axis
-    po, pi = s[Yf].split(yp, factor=nr)
-    s[Yf].reorder(yn, po, yf, pi)
-    s[Yf].unroll(yf)
-    s[Yf].vectorize(pi)
-
-
-def _schedule_direct(out: Tensor, found: list, conv: ComputeOp):
+def schedule_direct(out: Tensor, found: list, conv: ComputeOp):
     """Rows of (batch, channel) in parallel; each output row computed into a local buffer,
     x innermost and vectorized with the reduction around it, then the epilogue (if any)
     writes it; the padded input stays a stage of its own (no bounds selects inside)."""
@@ -239,67 +147,14 @@ def _schedule_direct(out: Tensor, found: list, conv: ComputeOp):
         s[conv].parallel(s[conv].fuse(n, f))
     else:
         s[conv].reorder(xo, *s[conv].op.reduce_axis, xi)
-        _epilogue(s, out, found, conv)
-        _, out_y = _out_loops(s, out, lanes)
+        epilogue(s, out, found, conv)
+        _, out_y = out_loops(s, out, lanes)
         s[conv].compute_at(s[out], out_y)
     s[conv].vectorize(xi)
-    pad = _by_tag(found, ("pad",))
+    pad = by_tag(found, ("pad",))
     if pad is not None:
         s[pad].parallel(s[pad].fuse(*s[pad].op.axis[:2]))
         if len(pad.axis) == 6:          # conv2d_nchw_phased's: each phase row vectorized
             cols = int(pad.output(0).shape[5].value)
             s[pad].vectorize(s[pad].split(pad.axis[5], factor=max(1, min(lanes, cols)))[1])
     return s
-
-
-def _schedule_panels(s, out: Tensor, found: list, gemm: ComputeOp, pack: ComputeOp):
-    """A 1x1 conv: the output's own loops are the GEMM's tiles (pixels fused, split by nr;
-    channels split by mr), so each mr x nr tile is accumulated in registers and written
-    once, through the epilogue. Blocks of `block` pixel panels (with the batch) run in
-    parallel; each block packs its panels just before its tiles read them (an L2-sized
-    buffer), and the channel tiles go around the block's panels so that the mr weight rows
-    are reused across them."""
-    mr, nr = gemm.attrs["tile"]
-    _epilogue(s, out, found, gemm)
-    n, f, y, x = s[out].op.axis
-    pixels = s[out].fuse(y, x)
-    fo, fi = s[out].split(f, factor=mr)
-    po, pi = s[out].split(pixels, factor=nr)
-    s[out].unroll(fi)
-    s[out].vectorize(pi)
-    pn, a, c, j = s[pack].op.axis
-    s[pack].vectorize(j)
-    if _channels_outer(pack):
-        s[out].reorder(n, fo, po, fi, pi)
-        s[out].parallel(s[out].fuse(n, fo))
-        s[gemm].compute_at(s[out], po)
-        s[pack].parallel(s[pack].fuse(pn, a))
-    else:
-        panels = int(pack.output(0).shape[1].value)
-        # a divisor of the panel count (a partial block would guard every tile), leaving
-        # at least 4 blocks to share out where it can
-        block = max(b for b in range(1, PANEL_BLOCK + 1)
-                    if panels % b == 0 and (b == 1 or panels // b >= 4))
-        pbo, pbi = s[out].split(po, factor=block)
-        s[out].reorder(n, pbo, fo, pbi, fi, pi)
-        block_loop = s[out].fuse(n, pbo)
-        s[out].parallel(block_loop)
-        s[gemm].compute_at(s[out], pbi)
-        s[pack].compute_at(s[out], block_loop)
-        s[pack].reorder(c, a, j)
-    yf, yp = s[gemm].op.axis[-2:]
-    (rc,) = s[gemm].op.reduce_axis
-    s[gemm].reorder(rc, yf, yp)
-    s[gemm].unroll(yf)
-    s[gemm].vectorize(yp)
-    return s
-
-
-def _channels_outer(pack: ComputeOp) -> bool:
-    """Whether one image's packed input fits in L2: then output-channel tiles go outermost
-    (in parallel) and each streams its weights once over all pixel tiles, which re-read the
-    packed input from L2; otherwise pixel tiles go outermost, and the weights are re-read
-    per pixel block (small late layers have the largest weights: 7x7 images, 512-2048
-    channels)."""
-    shape = [int(d.value) for d in pack.output(0).shape[1:]]
-    return math.prod(shape) * 4 <= L2_BYTES

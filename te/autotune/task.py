@@ -1,11 +1,11 @@
 """Tuning tasks: what te.autotune tunes, and one config of it turned into a measurement job.
 
-Gives AutoTask (the automatic space over a compute graph) and TemplateTask (a template with
-its arguments), each with a space, instantiate(cfg) -> (schedule, args) and a reference
-schedule; compile_job (a config lowered and compiled here, for the workers: to LLVM IR, or
-for target 'cuda' to a CUDA module's parts, run on the GPU or in the CUDA emulator),
-estimate_flops and random_inputs. Imports te.compute, te.schedule, te.lower, te.build,
-runtime.devices, auto_space, measure, records and workload.
+Gives AutoTask (the automatic space over a compute graph, or a strategy's) and TemplateTask (a
+template with its arguments), each with a space, instantiate(cfg) -> (schedule, args) and a
+reference schedule; compile_job (a config lowered and compiled here, for the workers: to LLVM IR, or
+for target 'cuda' to a CUDA module's parts, run on the GPU or in the CUDA emulator), estimate_flops
+and random_inputs. Imports te.compute, te.schedule, te.lower, te.build, runtime.devices, auto_space,
+conv2d_space, measure, records and workload.
 """
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ from ..schedule.schedule import create_schedule, topo_order
 from ..target import parse_target
 from . import records as R
 from .auto_space import auto_schedule, default_args
+from .conv2d_space import conv2d_strategy
 from .measure import Job
 from .space import ConfigSpace
-from .workload import graph_key, output_ops
+from .workload import output_ops, strategy_key
 
 
 def _check_outputs(outputs) -> None:
@@ -42,20 +43,29 @@ def _check_outputs(outputs) -> None:
                                 f"te.compute, got {type(o).__name__}")
 
 
-class AutoTask:
-    """The automatic space over a compute graph."""
+# space generators over a compute graph, by strategy name: (cfg, outputs, args) -> (s, args)
+STRATEGIES = {"auto": auto_schedule, "conv2d": conv2d_strategy}
 
-    def __init__(self, outputs, args=None):
+
+class AutoTask:
+    """A space generator over a compute graph: the automatic space, or the space of a
+    named strategy (STRATEGIES), its records filed under strategy_key."""
+
+    def __init__(self, outputs, args=None, strategy: str = "auto"):
         _check_outputs(outputs)
-        self.outputs = outputs
+        if strategy not in STRATEGIES:
+            raise ArgumentError(f"te.autotune: strategy must be one of {sorted(STRATEGIES)}, "
+                                f"got {strategy!r}")
+        self.outputs, self.strategy = outputs, strategy
+        self.generate = STRATEGIES[strategy]
         self.args = list(args) if args is not None else default_args(outputs)
-        self.key = graph_key(outputs)
+        self.key = strategy_key(outputs, strategy)
         self.space = ConfigSpace()
-        auto_schedule(self.space, outputs, self.args)
+        self.generate(self.space, outputs, self.args)
         self.name = "+".join(op.name for op in output_ops(outputs))
 
     def instantiate(self, cfg):
-        return auto_schedule(cfg, self.outputs, self.args)
+        return self.generate(cfg, self.outputs, self.args)
 
     def reference(self):
         return create_schedule(output_ops(self.outputs)), self.args

@@ -84,6 +84,15 @@ def graph_key(outputs) -> str:
     return "graph:" + _digest(describe_graph(outputs))
 
 
+def strategy_key(outputs, strategy: str = "auto") -> str:
+    """The key records of `outputs` scheduled by `strategy` are filed under: graph_key for
+    the automatic space, '<strategy>:<hash>' for another generator over the same compute
+    (the conv2d strategy's), so records of two spaces of one graph never meet."""
+    if strategy == "auto":
+        return graph_key(outputs)
+    return f"{strategy}:" + _digest(describe_graph(outputs))
+
+
 def template_key(name: str, args) -> str:
     """'template:<name>:<hash>' for a template called with JSON-able `args`."""
     try:

@@ -26,7 +26,7 @@ def _rand(rng, *shape):
 
 def two_branch_model(seed=0):
     """Two dense+relu branches of the same shapes (one workload, weight 2), a softmax over
-    their sum and a conv2d (not tunable)."""
+    their sum and a conv2d (the conv2d strategy's GEMM form, odd image sizes)."""
     rng = np.random.default_rng(seed)
     x = graph.input("x", (3, 20))
     b = graph.constant(_rand(rng, 20))
@@ -61,13 +61,33 @@ def test_extract_tasks_dedups_identical_workloads_and_counts_weights():
     assert by_name["relu+multiply+softmax"].weight == 1
     assert by_name["relu+multiply+softmax"].tunable
     conv = by_name["conv2d_packed+relu"]
-    assert conv.reason == "the conv2d strategy (te.autotune.schedule_conv2d) has no knobs"
+    # a tuning task in the conv2d strategy's space, its records filed under that key
+    assert conv.tunable and conv.family == "conv2d"
+    assert conv.key == te.autotune.conv2d_key(conv.outs[0]) and conv.key.startswith("conv2d:")
+    assert te.autotune.conv2d_space(conv.outs[0]).size > 1
+    assert dense.key.startswith("graph:")
     assert len({t.key for t in tasks}) == 3
     # O0: one kernel per node; the relus of the two branches are one workload, the conv's
     # relu (another shape) another
     o0 = [(t.name, t.weight) for t in graph.extract_tasks(two_branch_model(), level="O0")]
     assert o0 == [("gemm", 2), ("relu", 2), ("multiply", 1), ("softmax", 1), ("conv2d", 1),
                   ("relu", 1)]
+
+
+def test_a_depthwise_conv_takes_the_direct_form_which_has_no_knobs():
+    rng = np.random.default_rng(2)
+    img = graph.input("img", (1, 6, 9, 7))
+    c = graph.nn.conv2d(img, graph.constant(_rand(rng, 6, 1, 3, 3)), padding=1, groups=6)
+    (task,) = graph.extract_tasks(graph.Graph([c]), level="O2")
+    assert task.family == "conv2d" and not task.tunable
+    assert task.reason == \
+        "the conv2d strategy's direct form (te.autotune.schedule_conv2d) has no knobs"
+    result = graph.autotune(graph.Graph([c]), trials=2, **QUICK, verbose=0)
+    assert result.spent == 0 and not result.tuned
+    assert str(result).splitlines()[-2:] == [
+        "  not tunable (1 tasks, 1 kernels): the conv2d strategy's direct form "
+        "(te.autotune.schedule_conv2d) has no knobs",
+        "    conv2d                             1x6x9x7                 1"]
 
 
 def test_extract_tasks_errors():
@@ -149,7 +169,8 @@ def _lines(path):
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory):
-    """(graph, GraphTuneResult, log) of two_branch_model tuned for 12 trials."""
+    """(graph, GraphTuneResult, log) of two_branch_model tuned for 12 trials (its three
+    tasks, the conv's included)."""
     g = two_branch_model()
     log = str(tmp_path_factory.mktemp("tune") / "tiny.jsonl")
     result = graph.autotune(g, trials=12, log=log, batch_size=4, **QUICK,
@@ -159,18 +180,17 @@ def tuned(tmp_path_factory):
 
 def test_tune_writes_records(tuned):
     g, result, log = tuned
-    assert result.spent == 12 and len(result.tuned) == 2
+    assert result.spent == 12 and len(result.tuned) == 3
+    assert sorted(t.name for t in result.tuned) == \
+        ["conv2d_packed+relu", "gemm", "relu+multiply+softmax"]
     assert sum(len(t.result.history) for t in result.tuned) == 12
     records = _lines(log)
     assert {r["workload"] for r in records} == {t.key for t in result.tuned}
     assert all(r["v"] == 2 and r["target"] == "llvm" for r in records)
     assert all(math.isfinite(t.result.best_time) for t in result.tuned)
     text = str(result)
-    assert text.startswith("graph.autotune: 12/12 trials over 2 tasks, tuned kernels ")
-    assert text.splitlines()[-2:] == [
-        "  not tunable (1 tasks, 1 kernels): the conv2d strategy (te.autotune.schedule_conv2d) "
-        "has no knobs",
-        "    conv2d_packed+relu                 1x4x9x7                 1"]
+    assert text.startswith("graph.autotune: 12/12 trials over 3 tasks, tuned kernels ")
+    assert "not tunable" not in text
     assert result.history[-1] == (12, pytest.approx(result.estimate))
 
 
@@ -231,9 +251,9 @@ def test_the_records_applied_are_in_the_cache_key(tuned, tmp_path, monkeypatch):
     before = graph.cache.stats()
     graph.compile(g, level="O1", tuning_log=log)
     after = graph.cache.stats()
-    # the tuned kernels are new entries, the conv's (no records) is a hit
-    assert after["stored"] - before["stored"] == len(result.tuned)
-    assert after["hits"] - before["hits"] == 1
+    # the tuned kernels (all three, the conv's too) are new entries
+    assert after["stored"] - before["stored"] == len(result.tuned) == 3
+    assert after["hits"] - before["hits"] == 0
     graph.compile(g, level="O1", tuning_log=log)
     assert graph.cache.stats()["hits"] - after["hits"] == 3
 
@@ -278,7 +298,7 @@ def test_cli_tune_then_run_with_the_log(model_path, tmp_path, capsys, monkeypatc
     assert main(["tune", model_path, "--trials", "4", "--log", log, "--batch-size", "2",
                  "--tuner", "random"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("graph.autotune: 4/4 trials over 2 tasks")
+    assert out.startswith("graph.autotune: 4/4 trials over 3 tasks")
     assert len(open(log).readlines()) >= 4
     assert f"--tuning-log {log}" in out
     assert main(["run", model_path, "--level", "O2", "--tuning-log", log]) == 0

@@ -1,0 +1,257 @@
+"""The conv2d strategy's schedule as a search space: its choices are knobs, tunable.
+
+conv2d_schedule(cfg, out) schedules a conv2d_compute output (or one elementwise stage over
+it) as `cfg` chooses: a ConfigSpace collects the knobs (and gives option 0 of each, the
+strategy's heuristic choice, so the default config is the untuned schedule), a
+ConfigEntity applies them. The GEMM form's knobs: 'layout' (per block of output channels
+inside the output's loop, or the whole GEMM before the crop with channel or pixel tiles in
+parallel: the L2 test's choice; for 1x1 convs, channel tiles outermost or blocks of that
+many pixel panels), 'reduce_order' and 'unroll_taps' (the register tile's reduction loops)
+and, for 1x1 convs, 'reduce_unroll' (channel steps unrolled per loop iteration). The
+register tile (mr, nr) is the compute's, and mr the layout of weights packed ahead, so it
+is no knob. The direct form has none. schedule_conv2d takes the best record under
+apply_history_best (key: workload.strategy_key(out, 'conv2d')), else the default.
+Imports te.compute, te.schedule, te.errors, conv2d, dispatch, space and workload.
+"""
+from __future__ import annotations
+
+import math
+
+from ..compute.ops.conv2d_gemm import CROP_TAG, GEMM_TAG, PACK_TAG
+from ..compute.tensor import ComputeOp, Tensor
+from ..errors import ArgumentError
+from ..schedule.schedule import create_schedule
+from . import conv2d as C
+from .dispatch import dispatch_lookup
+from .space import ConfigEntity, ConfigSpace
+from .workload import strategy_key
+
+STRATEGY = "conv2d"
+MAX_PANEL_BLOCK = 16     # the largest block of pixel panels the space offers (1x1 convs)
+REDUCE_UNROLLS = (1, 2, 4)
+
+
+def conv2d_key(out) -> str:
+    """The workload key of the conv2d strategy's records for `out`."""
+    return strategy_key(out, STRATEGY)
+
+
+def conv2d_space(out: Tensor) -> ConfigSpace:
+    """The knobs of `out`'s schedule (see the module docstring); a single config for the
+    direct form."""
+    space = ConfigSpace()
+    conv2d_schedule(space, out)
+    return space
+
+
+def schedule_conv2d(out: Tensor):
+    """A schedule of `out`: a conv2d_compute output or one elementwise stage over it; the
+    best record of conv2d_key(out) under apply_history_best, else the default config
+    (the strategy's heuristic choices)."""
+    space = conv2d_space(out)
+    rec = dispatch_lookup(conv2d_key(out), space)
+    cfg = space.default() if rec is None else ConfigEntity.from_json_dict(space, rec.config)
+    return conv2d_schedule(cfg, out)
+
+
+def conv2d_strategy(cfg, outputs, args=None):
+    """(schedule, args) as te.autotune's tasks take a space generator: `outputs` the one
+    conv output (or epilogue stage over it), `args` defaulting to the placeholders then it."""
+    from .auto_space import default_args
+    outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    if len(outs) != 1:
+        raise ArgumentError(f"te.autotune: the conv2d strategy schedules one output (the "
+                            f"conv's or one elementwise stage over it), got {len(outs)}")
+    args = list(args) if args is not None else default_args(outs)
+    return conv2d_schedule(cfg, outs[0]), args
+
+
+def conv2d_schedule(cfg, out: Tensor):
+    """The schedule `cfg` chooses for `out` (see the module docstring)."""
+    if not isinstance(out, Tensor):
+        raise ArgumentError(f"te.autotune.schedule_conv2d: out must be a te.Tensor (the "
+                            f"conv's output or an elementwise stage over it), got "
+                            f"{type(out).__name__}")
+    found = C.producer_ops(out)
+    gemm = C.by_tag(found, (GEMM_TAG,))
+    if gemm is None:
+        conv = C.by_tag(found, C.DIRECT_TAGS)
+        if conv is None:
+            raise ArgumentError(f"te.autotune.schedule_conv2d: out ('{out.op.name}') reads "
+                                f"no conv2d stage (tags {GEMM_TAG!r} or {C.DIRECT_TAGS})")
+        return C.schedule_direct(out, found, conv)
+    pack = C.by_tag(found, (PACK_TAG,))
+    crop = C.by_tag(found, (CROP_TAG,))
+    if pack is None or crop is None:
+        raise ArgumentError(f"te.autotune.schedule_conv2d: stage '{gemm.name}' lacks its "
+                            f"pack or crop stage (tags {PACK_TAG!r}, {CROP_TAG!r})")
+    s = create_schedule(out.op)
+    if gemm.attrs.get("form") == "panels":
+        _define_panels(cfg, gemm, pack)
+        return _schedule_panels(cfg, s, out, found, gemm, pack)
+    _define_rows(cfg, gemm, pack)
+    return _schedule_rows(cfg, s, out, found, gemm, pack)
+
+
+def _define_rows(cfg, gemm: ComputeOp, pack: ComputeOp) -> None:
+    """The rows form's knobs, the heuristic's choice first: per channel block where the
+    GEMM has no group axis and one image's packed input fits in L2, else the whole GEMM
+    with channel tiles in parallel where it fits, pixel tiles where not."""
+    fits = _channels_outer(pack)
+    if len(gemm.axis) == 3:
+        layouts = ["blocks", "whole_channels", "whole_pixels"] if fits else \
+            ["whole_pixels", "blocks", "whole_channels"]
+    else:
+        layouts = ["whole_channels", "whole_pixels"] if fits else \
+            ["whole_pixels", "whole_channels"]
+    cfg.define_knob("layout", layouts)
+    if _taps(gemm) > 1:
+        cfg.define_knob("reduce_order", ["channels_taps", "taps_channels"])
+        cfg.define_knob("unroll_taps", [True, False])
+
+
+def _schedule_rows(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: ComputeOp):
+    lanes = C.vector_lanes(out.dtype)
+    # the pack: (batch, channel) in parallel, each phase row a vectorized run
+    n, c, a, b, q = s[pack].op.axis
+    wq = pack.attrs["pitch"]
+    qo, qi = s[pack].split(q, factor=wq)
+    s[pack].parallel(s[pack].fuse(n, c))
+    s[pack].vectorize(s[pack].split(qi, factor=min(lanes, wq))[1])
+    # the GEMM: an mr x nr tile accumulates in registers over (channels, kernel rows,
+    # kernel columns); computed per channel block, or whole before the crop
+    mr, nr = gemm.attrs["tile"]
+    Yf = gemm.output(0)
+    local = s.cache_write(Yf, "local")
+    layout = cfg["layout"].val
+    if layout == "blocks":
+        _gemm_in_blocks(s, out, found, gemm, lanes)
+    else:
+        _gemm_whole(s, Yf, (mr, nr), layout == "whole_channels")
+        C.epilogue(s, out, found, gemm)
+        C.out_loops(s, out, lanes)
+    lf, lp = s[local].op.axis[-2:]
+    rc, ry, rx = s[local].op.reduce_axis
+    s[local].compute_at(s[Yf], s[Yf].leaf_iter_vars[-3])
+    taps = _taps(gemm) > 1
+    order = [ry, rx, rc] if taps and cfg["reduce_order"].val == "taps_channels" \
+        else [rc, ry, rx]
+    s[local].reorder(*order, lf, lp)
+    for ax in ((ry, rx, lf) if not taps or cfg["unroll_taps"].val else (lf,)):
+        s[local].unroll(ax)
+    s[local].vectorize(lp)
+    return s
+
+
+def _taps(gemm: ComputeOp) -> int:
+    """Kernel taps (rows x columns) of the GEMM's reduction."""
+    return math.prod(int(iv.dom.extent.value) for iv in gemm.reduce_axis[1:])
+
+
+def _gemm_whole(s, Yf: Tensor, tile, channels_outer: bool) -> None:
+    """The whole GEMM as a stage of its own, before the crop: channel tiles (with batch and
+    group) in parallel and pixel tiles inside, or the other way round."""
+    mr, nr = tile
+    axes = list(s[Yf].op.axis)
+    fo, fi = s[Yf].split(axes[-2], factor=mr)
+    po, pi = s[Yf].split(axes[-1], factor=nr)
+    outer, inner = (fo, po) if channels_outer else (po, fo)
+    s[Yf].reorder(*axes[:-2], outer, inner, fi, pi)
+    s[Yf].parallel(s[Yf].fuse(*axes[:-2], outer))
+    s[Yf].unroll(fi)
+    s[Yf].vectorize(pi)
+
+
+def _gemm_in_blocks(s, out: Tensor, found: list, gemm: ComputeOp, lanes: int) -> None:
+    """The GEMM computed per block of mr output channels (with the batch) inside the
+    output's parallel loop, each block's result cropped (through the epilogue) right after,
+    while it is in L2, not written whole and read back; each block streams its weights
+    once over every pixel tile, which re-read the packed input from L2 (groups 1)."""
+    mr, nr = gemm.attrs["tile"]
+    Yf = gemm.output(0)
+    C.epilogue(s, out, found, gemm)
+    n, f, y, x = s[out].op.axis
+    fo, fi = s[out].split(f, factor=mr)
+    s[out].reorder(n, fo, fi, y, x)
+    block = s[out].fuse(n, fo)
+    s[out].parallel(block)
+    s[out].vectorize(s[out].split(x, factor=max(1, min(lanes, int(out.shape[3].value))))[1])
+    s[Yf].compute_at(s[out], block)
+    yn, yf, yp = s[Yf].op.axis
+    po, pi = s[Yf].split(yp, factor=nr)
+    s[Yf].reorder(yn, po, yf, pi)
+    s[Yf].unroll(yf)
+    s[Yf].vectorize(pi)
+
+
+def _define_panels(cfg, gemm: ComputeOp, pack: ComputeOp) -> None:
+    """A 1x1 conv's knobs, the heuristic's choice first: 'layout' is 'channels' (channel
+    tiles outermost, where one image's packed input fits in L2) or 'blocks:<b>' (blocks of
+    b pixel panels in parallel; the heuristic's b is the largest divisor of the panel count
+    up to C.PANEL_BLOCK that leaves at least 4 blocks); 'reduce_unroll' channel steps."""
+    panels = int(pack.output(0).shape[1].value)
+    sizes = [b for b in range(1, min(panels, MAX_PANEL_BLOCK) + 1) if panels % b == 0]
+    # a divisor of the panel count (a partial block would guard every tile), leaving at
+    # least 4 blocks to share out where it can
+    best = max(b for b in sizes if b <= C.PANEL_BLOCK and (b == 1 or panels // b >= 4))
+    blocks = [f"blocks:{b}" for b in [best] + [b for b in sizes if b != best]]
+    cfg.define_knob("layout", ["channels", *blocks] if _channels_outer(pack)
+                    else [*blocks, "channels"])
+    channels = int(gemm.reduce_axis[0].dom.extent.value)
+    cfg.define_knob("reduce_unroll", [u for u in REDUCE_UNROLLS if channels % u == 0])
+
+
+def _schedule_panels(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: ComputeOp):
+    """A 1x1 conv: the output's own loops are the GEMM's tiles (pixels fused, split by nr;
+    channels split by mr), so each mr x nr tile is accumulated in registers and written
+    once, through the epilogue. With channel tiles outermost each streams its weights once
+    over the whole packed input (L2-resident); with blocks of pixel panels in parallel each
+    block packs its panels just before its tiles read them (an L2-sized buffer), and the
+    channel tiles go around the block's panels so that the mr weight rows are reused
+    across them."""
+    mr, nr = gemm.attrs["tile"]
+    C.epilogue(s, out, found, gemm)
+    n, f, y, x = s[out].op.axis
+    pixels = s[out].fuse(y, x)
+    fo, fi = s[out].split(f, factor=mr)
+    po, pi = s[out].split(pixels, factor=nr)
+    s[out].unroll(fi)
+    s[out].vectorize(pi)
+    pn, a, c, j = s[pack].op.axis
+    s[pack].vectorize(j)
+    layout = cfg["layout"].val
+    if layout == "channels":
+        s[out].reorder(n, fo, po, fi, pi)
+        s[out].parallel(s[out].fuse(n, fo))
+        s[gemm].compute_at(s[out], po)
+        s[pack].parallel(s[pack].fuse(pn, a))
+    else:
+        pbo, pbi = s[out].split(po, factor=int(layout.split(":")[1]))
+        s[out].reorder(n, pbo, fo, pbi, fi, pi)
+        block_loop = s[out].fuse(n, pbo)
+        s[out].parallel(block_loop)
+        s[gemm].compute_at(s[out], pbi)
+        s[pack].compute_at(s[out], block_loop)
+        s[pack].reorder(c, a, j)
+    yf, yp = s[gemm].op.axis[-2:]
+    (rc,) = s[gemm].op.reduce_axis
+    unroll = cfg["reduce_unroll"].val
+    if unroll == 1:
+        s[gemm].reorder(rc, yf, yp)
+    else:   # unroll steps of the channel loop around the tile's own unrolled rows
+        rco, rci = s[gemm].split(rc, factor=unroll)
+        s[gemm].reorder(rco, rci, yf, yp)
+        s[gemm].unroll(rci)
+    s[gemm].unroll(yf)
+    s[gemm].vectorize(yp)
+    return s
+
+
+def _channels_outer(pack: ComputeOp) -> bool:
+    """Whether one image's packed input fits in L2: then output-channel tiles go outermost
+    (in parallel) and each streams its weights once over all pixel tiles, which re-read the
+    packed input from L2; otherwise pixel tiles go outermost, and the weights are re-read
+    per pixel block (small late layers have the largest weights: 7x7 images, 512-2048
+    channels)."""
+    shape = [int(d.value) for d in pack.output(0).shape[1:]]
+    return math.prod(shape) * 4 <= C.L2_BYTES

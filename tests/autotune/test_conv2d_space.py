@@ -1,0 +1,159 @@
+"""The conv2d strategy's search space (te.autotune.conv2d_space): its knobs per form, every
+config of small convs (odd sizes, stride 2, a fused epilogue) against numpy, the default
+config as the untuned heuristic's choice, and a tuning run (strategy="conv2d") whose
+records apply_history_best and schedule_conv2d take."""
+import json
+
+import numpy as np
+import pytest
+
+import te
+from te.autotune.conv2d_space import conv2d_schedule
+from te.errors import ArgumentError
+
+FAST = te.autotune.MeasureOptions(number=1, repeat=1, min_repeat_ms=0)
+
+
+def conv_ref(x, w, stride, pad, groups):
+    """float64 NCHW convolution, square stride and padding."""
+    n, c, h, wd = x.shape
+    oc, icg, kh, kw = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, oc, oh, ow))
+    ocg = oc // groups
+    for g in range(groups):
+        for ky in range(kh):
+            for kx in range(kw):
+                patch = xp[:, g * icg:(g + 1) * icg, ky:ky + (oh - 1) * stride + 1:stride,
+                           kx:kx + (ow - 1) * stride + 1:stride]
+                out[:, g * ocg:(g + 1) * ocg] += np.einsum(
+                    "nchw,oc->nohw", patch, w[g * ocg:(g + 1) * ocg, :, ky, kx])
+    return out
+
+
+def _rand(rng, *shape):
+    return ((rng.random(shape) + 0.5) * rng.choice([-1, 1], shape)).astype(np.float32)
+
+
+def conv_bias_relu(n, c, h, w, oc, k, stride, pad, groups=1):
+    """(X, W, B, out): conv2d_compute with a bias + relu epilogue stage, as graph fuses it."""
+    X = te.placeholder((n, c, h, w), name="X")
+    W = te.placeholder((oc, c // groups, k, k), name="W")
+    B = te.placeholder((oc,), name="B")
+    conv = te.autotune.conv2d_compute(X, W, stride, pad, 1, groups)
+    out = te.compute(conv.shape, lambda b, f, y, x: te.max(conv[b, f, y, x] + B[f], 0.0),
+                     name="epilogue", tag="broadcast")
+    return X, W, B, out
+
+
+# (N, C, H, W, OC, k, stride, pad, groups): odd sizes, stride 2, each form
+SMALL = [
+    (2, 5, 11, 13, 13, 3, 2, 1, 1),    # rows form, groups 1: per-block or whole GEMM
+    (2, 12, 13, 15, 9, 1, 2, 0, 1),    # 1x1 stride 2: the panel form
+    (2, 12, 9, 7, 12, 3, 2, 1, 3),     # grouped: a GEMM with a group axis (whole only)
+]
+
+
+def test_the_spaces_knobs_per_form_with_the_heuristics_choice_first():
+    rows = te.autotune.conv2d_space(conv_bias_relu(*SMALL[0])[3])
+    assert {k: list(v.options) for k, v in rows.knobs.items()} == {
+        "layout": ["blocks", "whole_channels", "whole_pixels"],
+        "reduce_order": ["channels_taps", "taps_channels"],
+        "unroll_taps": [True, False]}
+    assert rows.size == 12
+    panels = te.autotune.conv2d_space(conv_bias_relu(*SMALL[1])[3])
+    # 56 pixels: 2 panels of 32 (AVX-512) or 3 of 24 (AVX2), the packed input fits in L2
+    assert list(panels.knobs) == ["layout", "reduce_unroll"]
+    assert panels.knobs["layout"].options[:2] == ("channels", "blocks:1")
+    assert panels.knobs["reduce_unroll"].options == (1, 2, 4)
+    odd = te.autotune.conv2d_space(conv_bias_relu(1, 9, 9, 11, 9, 1, 2, 0)[3])
+    assert odd.knobs["reduce_unroll"].options == (1,)    # 9 channels: no steps of 2 or 4
+    grouped = te.autotune.conv2d_space(conv_bias_relu(*SMALL[2])[3])
+    assert grouped.knobs["layout"].options == ("whole_channels", "whole_pixels")
+    # the direct form (depthwise) has no knobs: a single config
+    depthwise = te.autotune.conv2d_space(conv_bias_relu(1, 6, 9, 7, 6, 3, 2, 1, 6)[3])
+    assert depthwise.size == 1 and not depthwise.knobs
+
+
+def test_large_images_default_to_pixel_tiles_and_the_heuristics_panel_block():
+    """Where one image's packed input exceeds L2 the heuristic puts pixel tiles (3x3) or
+    blocks of panels (1x1: the largest divisor of the panel count up to 7 leaving 4 blocks)
+    outermost, and that is option 0; the other layouts follow."""
+    rows = te.autotune.conv2d_space(conv_bias_relu(1, 70, 59, 60, 5, 3, 1, 1)[3])
+    assert rows.knobs["layout"].options == ("whole_pixels", "blocks", "whole_channels")
+    X, W, B, out = conv_bias_relu(1, 72, 61, 61, 9, 1, 1, 0)
+    space = te.autotune.conv2d_space(out)
+    layouts = space.knobs["layout"].options
+    nr = out.op.input_tensors[0].op.input_tensors[0].op.attrs["tile"][1]
+    panels = -(-61 * 61 // nr)
+    best = max(b for b in range(1, 8) if panels % b == 0 and (b == 1 or panels // b >= 4))
+    assert layouts[0] == f"blocks:{best}" and layouts[-1] == "channels"
+    assert sorted(int(x.split(":")[1]) for x in layouts[:-1]) == \
+        [b for b in range(1, 17) if panels % b == 0]
+    assert space.knobs["reduce_unroll"].options == (1, 2, 4)    # 72 channels
+
+
+@pytest.mark.parametrize("case", SMALL, ids=["rows", "panels", "grouped"])
+def test_every_config_of_a_small_conv_matches_numpy(case):
+    n, c, h, w, oc, k, stride, pad, groups = case
+    X, W, B, out = conv_bias_relu(*case)
+    rng = np.random.default_rng(3)
+    x, wt, b = _rand(rng, n, c, h, w), _rand(rng, oc, c // groups, k, k), _rand(rng, oc)
+    want = np.maximum(conv_ref(x, wt, stride, pad, groups) + b[None, :, None, None], 0)
+    space = te.autotune.conv2d_space(out)
+    lowered = set()
+    for index in range(space.size):
+        fn = te.build(conv2d_schedule(space.get(index), out), [X, W, B, out])
+        got = np.full(want.shape, np.nan, np.float32)
+        fn(x, wt, b, got)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(),
+                                   err_msg=str(space.get(index)))
+        lowered.add(str(te.lower(conv2d_schedule(space.get(index), out), [X, W, B, out])))
+    assert len(lowered) == space.size     # each config is a schedule of its own
+
+
+@pytest.mark.parametrize("case", SMALL, ids=["rows", "panels", "grouped"])
+def test_the_default_config_is_the_untuned_schedule(case):
+    X, W, B, out = conv_bias_relu(*case)
+    space = te.autotune.conv2d_space(out)
+    untuned = str(te.lower(te.autotune.schedule_conv2d(out), [X, W, B, out]))
+    assert str(te.lower(conv2d_schedule(space.default(), out), [X, W, B, out])) == untuned
+    assert str(te.lower(conv2d_schedule(space, out), [X, W, B, out])) == untuned
+
+
+def test_a_tuning_run_records_conv_configs_that_apply_history_best_takes(tmp_path):
+    X, W, B, out = conv_bias_relu(*SMALL[0])
+    log = tmp_path / "conv.jsonl"
+    result = te.autotune(out, args=[X, W, B, out], strategy="conv2d", trials=4, log=str(log),
+                         tuner="random", seed=0, measure_option=FAST, verbose=0)
+    key = te.autotune.conv2d_key(out)
+    assert key.startswith("conv2d:") and key != te.autotune.graph_key(out)
+    assert result.task.key == key == te.autotune.strategy_key(out, "conv2d")
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert records and {r["workload"] for r in records} == {key}
+    best = result.best_config
+    space = te.autotune.conv2d_space(out)
+    want = str(te.lower(conv2d_schedule(best, out), [X, W, B, out]))
+    with te.autotune.apply_history_best(str(log)):
+        with te.autotune.trace_lookups() as applied:
+            s = te.autotune.schedule_conv2d(out)
+    assert [r.workload for r in applied] == [key]
+    assert applied[0].config == best.to_json_dict()
+    assert str(te.lower(s, [X, W, B, out])) == want
+    assert space.from_json_dict(applied[0].config) == best
+    # the same call with the log resumes: nothing left to measure for 4 trials
+    again = te.autotune(out, args=[X, W, B, out], strategy="conv2d", trials=4, log=str(log),
+                        tuner="random", seed=0, measure_option=FAST, verbose=0)
+    assert len(again.history) == 4 and len(log.read_text().splitlines()) == len(records)
+
+
+def test_an_unknown_strategy_and_a_conv_strategy_without_a_conv_are_refused():
+    X, W, B, out = conv_bias_relu(*SMALL[0])
+    with pytest.raises(ArgumentError, match=r"te.autotune: strategy must be one of "
+                                            r"\['auto', 'conv2d'\], got 'conv3d'"):
+        te.autotune(out, strategy="conv3d", trials=1)
+    A = te.placeholder((4, 5), name="A")
+    Y = te.compute((4, 5), lambda i, j: A[i, j] * 2.0, name="Y")
+    with pytest.raises(ArgumentError, match=r"schedule_conv2d: out \('Y'\) reads no conv2d"):
+        te.autotune(Y, strategy="conv2d", trials=1)
