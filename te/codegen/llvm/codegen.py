@@ -6,9 +6,10 @@ returns 0, or -2 - 2k when heap buffer k (ModuleGen.heap_buffers) could not be a
 -3 - 2k when it exceeds the int32 index range, or -1 when a run-time bounds check failed (the
 error record is an argument only when there are checks: bounds.py). The parallel_outline
 pass's tasks run on GOMP_parallel (parallel.py); intrinsics and libm calls live in intrinsics.py,
-the vector exp in exp.py, per-block value reuse in reuse.py. Imports llvmlite, te.dtype,
-te.errors, te.compute.expr, te.lower.ir, te.lower.arith and te.lower.visitor only: code
-generation reads the lowering floor's IR and never runs a pass itself.
+the vector exp in exp.py, per-block value reuse in reuse.py, float64 -> float16 casts in
+half.py. Imports llvmlite, te.dtype, te.errors, te.compute.expr, te.lower.ir, te.lower.arith
+and te.lower.visitor only: code generation reads the lowering floor's IR and never runs a
+pass itself.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from . import bounds
 from . import intrinsics as cgmath
 from . import packed
 from . import parallel as par
+from .half import double_to_half
 from .reuse import BlockValues
 from .types import I1, I8, I32, I64, PTR, intrinsic, ll_type
 
@@ -512,6 +514,8 @@ class FuncGen(BlockValues):
             if dt.is_float(src):  # NaN is true, as in numpy
                 return self.b.fcmp_unordered("!=", v, zero)
             return self.b.icmp_unsigned("!=", v, zero)
+        if src == "float64" and dst == "float16":
+            return double_to_half(self.b, v)   # not LLVM's libcall: half.py says why
         if dt.is_float(src) and dt.is_float(dst):
             return (self.b.fpext if dt.bits(dst) > dt.bits(src) else self.b.fptrunc)(v, t)
         if dt.is_float(src):
@@ -623,12 +627,12 @@ class FuncGen(BlockValues):
 
     def float_binary(self, op: str, dtype: str, a, b) -> ir.Value:
         if op in _FLOAT_BINOP:
-            return getattr(self.b, _FLOAT_BINOP[op])(a, b, flags=cgmath.FP_FLAGS)
+            return getattr(self.b, _FLOAT_BINOP[op])(a, b, flags=cgmath.fp_flags(dtype))
         if op in ("min", "max"):
             return self.intrinsic(cgmath.LLVM_MATH[op], dtype, [a, b])
         if op == "floormod":
             return self.float_floormod(dtype, a, b)
-        quotient = self.b.fdiv(a, b, flags=cgmath.FP_FLAGS)
+        quotient = self.b.fdiv(a, b, flags=cgmath.fp_flags(dtype))
         if op == "truncdiv":
             return self.intrinsic("llvm.trunc", dtype, [quotient])
         if op == "floordiv":
