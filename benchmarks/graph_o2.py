@@ -6,12 +6,14 @@ tried, the lower bounds, the naive total, and the arena without in-place reuse.
 One thread (runtime.set_num_threads(1); run it with OMP_NUM_THREADS=1). Per model: compile
 at O1 (kernels from the compile cache when there), wrap the same steps at O2 (graph.o2), check
 that both give the same outputs, then time in alternating rounds, each a few runs of: O1
-(`Module.run`, a Python call per step), O2 (`run`: check feeds, allocate outputs, one native
-call) and O2's native entry alone (the kernels and the driver's calls, no Python). Prints per
-model the medians, O1 / O2, and the fixed cost of an O2 run beyond its kernels: the median
-over pairs (a run, then a bare entry call, back to back) of their difference. Also the
-memory plan's arena against the lower bound and the naive total. Model 'tiny' is one relu
-of 4 elements: its run is almost all fixed cost.
+allocating (`Module.run(keep=True)`: the steps from Python, every value in a fresh array, as
+every O1 run did before the planned arena), O1 (`Module.run`: a Python call per step over
+the planned arena, fresh arrays for the outputs only), O2 (`run`: check feeds, allocate
+outputs, one native call) and O2's native entry alone (the kernels and the driver's calls,
+no Python). Prints per model the medians, O1 allocating / O1, O1 / O2, and the fixed cost
+of an O2 run beyond its kernels: the median over pairs (a run, then a bare entry call, back
+to back) of their difference. Also the memory plan's arena against the lower bound and the
+naive total. Model 'tiny' is one relu of 4 elements: its run is almost all fixed cost.
 """
 from __future__ import annotations
 
@@ -60,14 +62,16 @@ def measure(name: str, rounds: int) -> dict:
     g = model if isinstance(model, graph.Graph) else graph.from_onnx(model)
     m1 = graph.compile(g, level="O1")
     m2 = O2Module(m1.graph, m1.steps, m1.target)
+    Module.run(m2, feeds)  # plans m2's O1 arena (O1's run over the same steps), untimed
     for a, b in zip(m1.run(feeds), m2.run(feeds)):
         assert np.array_equal(a, b), name
     entry_args = m2._entry_args  # the bare native call, on the pointers the last run set
     probe = _timed(lambda: m2.run(feeds), 1)
     runs = max(1, min(200, int(0.05 / max(probe, 1e-6))))
-    o1, o2, entry, fixed = [], [], [], []
+    o1, alloc, o2, entry, fixed = [], [], [], [], []
     clock = time.perf_counter
     for _ in range(rounds):
+        alloc.append(_timed(lambda: Module.run(m2, feeds, keep=True), runs))
         o1.append(_timed(lambda: Module.run(m2, feeds), runs))
         o2.append(_timed(lambda: m2.run(feeds), runs))
         held = m2.run(feeds)  # its outputs stay alive: the entry writes into them
@@ -83,7 +87,9 @@ def measure(name: str, rounds: int) -> dict:
             fixed.append((b - a) - (clock() - b))
             del held
     p = m2.memory_plan
-    return {"model": name, "calls": len(m2.calls), "o1": statistics.median(o1),
+    return {"model": name, "calls": len(m2.calls), "alloc": statistics.median(alloc),
+            "alloc_ratio": statistics.median(a / b for a, b in zip(alloc, o1)),
+            "o1": statistics.median(o1),
             "o2": statistics.median(o2), "entry": statistics.median(entry),
             "ratio": statistics.median(a / b for a, b in zip(o1, o2)),
             "fixed": statistics.median(fixed),
@@ -118,12 +124,13 @@ def main(argv=None) -> None:
         return
     args.models = args.models or ",".join(MODELS)
     runtime.set_num_threads(1)
-    print("| model | calls | O1 ms | O2 ms | O1/O2 | O2 entry ms | O2 fixed us | arena MiB | "
-          "/ lower bound | / naive |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | calls | O1 allocating ms | O1 ms | allocating/O1 | O2 ms | O1/O2 | "
+          "O2 entry ms | O2 fixed us | arena MiB | / lower bound | / naive |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.models.split(","):
         r = measure(name, args.rounds)
-        print(f"| {r['model']} | {r['calls']} | {r['o1'] * 1e3:.3f} | {r['o2'] * 1e3:.3f} | "
+        print(f"| {r['model']} | {r['calls']} | {r['alloc'] * 1e3:.3f} | {r['o1'] * 1e3:.3f} | "
+              f"{r['alloc_ratio']:.3f}x | {r['o2'] * 1e3:.3f} | "
               f"{r['ratio']:.3f}x | {r['entry'] * 1e3:.3f} | {r['fixed'] * 1e6:.1f} | "
               f"{r['arena'] / 2**20:.2f} | {r['arena'] / max(1, r['lower']):.3f} | "
               f"{r['arena'] / max(1, r['naive']):.3f} |", flush=True)
