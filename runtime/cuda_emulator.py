@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 
 import numpy as np
 
@@ -407,6 +408,9 @@ class EmulatorBackend:
             self.library = ctypes.CDLL(lib)  # stays mapped after the file is removed
         self.launchers = {k.name: getattr(self.library, f"te_emulate_{k.name}")
                           for k in kernels}
+        # a launch keeps its state in the library's globals (blockIdx, the shared arrays,
+        # the barrier, the fibers): launches from several Python threads take turns
+        self._launch_lock = threading.Lock()
 
     def upload(self, array: np.ndarray) -> np.ndarray:
         return np.array(array, copy=True)
@@ -426,7 +430,8 @@ class EmulatorBackend:
         for k, p in enumerate(params):
             pointers[k] = p.ctypes.data
         dims = (ctypes.c_uint * 6)(*grid, *block)
-        failed = self.launchers[name](pointers, dims)
+        with self._launch_lock:
+            failed = self.launchers[name](pointers, dims)
         if failed == 2:
             raise RuntimeError(f"the CUDA emulator ran kernel '{name}': the threads of a "
                                f"block passed different numbers of __syncthreads() barriers "

@@ -7,7 +7,10 @@ not multiples of 32 nor powers of two, several rows per block, and softmax and l
 with one block per row in one kernel; the emulator's warp shuffles against CUDA's
 documented semantics; and the schedules refused, with their messages.
 """
+import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -358,3 +361,47 @@ def test_shared_memory_across_warps_counts_against_the_limit():
                        r"its 120 bytes of shared memory across warps and the kernel's 49144 "
                        r"exceed CUDA's 49152 per block; use smaller tiles"):
         te.build(s, [X, Y], target="cuda")
+
+
+# -- the emulator from several Python threads ----------------------------------------------
+_CONCURRENT = """
+import threading, numpy as np, te
+from test_cross_thread_reduction import _rows_reduction
+from test_cuda_barriers import _cooperative_fetch_matmul
+s, A, B = _rows_reduction(40, 300, te.sum, 64, 1, True)
+s2, args = _cooperative_fetch_matmul(40, 24, 33, 8, 5)
+cases = [(te.build(s, [A, B], target="cuda").emulator(), [(40, 300)], (40,),
+          lambda a: a.sum(1)),   # shuffles: a block's threads as pthreads
+         (te.build(s2, args, target="cuda").emulator(), [(40, 33), (33, 24)], (40, 24),
+          lambda a, b: a @ b)]   # barriers only: a block's threads as fibers
+bad = []
+def work(seed, run, shapes, out_shape, want):
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        ins = [rng.standard_normal(x).astype(np.float32) for x in shapes]
+        out = np.full(out_shape, np.nan, np.float32)
+        run(*ins, out)
+        if not np.allclose(out, want(*ins), rtol=1e-4, atol=1e-4):
+            bad.append(seed)
+for case in cases:
+    threads = [threading.Thread(target=work, args=(k, *case)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+print(len(bad))
+"""
+
+
+def test_an_emulated_module_called_from_several_threads_at_once():
+    """The emulator's kernels keep a launch's state in the library's globals (blockIdx,
+    shared arrays, the barrier, the fibers): launches from several Python threads take
+    turns, each right (they hung or mixed blocks)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, here,
+                                                       os.path.dirname(os.path.dirname(here))]))
+    done = subprocess.run([sys.executable, "-c", _CONCURRENT], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0"]
