@@ -3,7 +3,7 @@
 Takes LLVM IR text; gives compile_llvm(), CpuLibrary (addresses, IR, assembly, objects), host
 CPU queries, emit_object() and prefix_symbols() (kernels linked into one library). Every
 declared external function must resolve: MCJIT would otherwise jump to address 0 when called.
-Imports llvmlite and runtime.errors / runtime.packed / runtime.threadpool.
+Imports llvmlite and runtime.errors / half_libcalls / packed / threadpool.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from functools import lru_cache
 import llvmlite.binding as llvm
 from llvmlite.binding.newpassmanagers import NewPassManager
 
-from . import packed, threadpool
+from . import half_libcalls, packed, threadpool
 from .errors import RuntimeBuildError
 
 _init_lock = threading.Lock()
@@ -45,6 +45,7 @@ def _ensure_initialized() -> None:
         if llvm.address_of_symbol("expf") is None:
             libm = ctypes.util.find_library("m") or "libm.so.6"
             llvm.load_library_permanently(libm)
+        half_libcalls.register()  # float16 code for CPUs without F16C calls them
         _initialized = True
 
 

@@ -4,9 +4,10 @@ casts to and from float32/float64/integers, and reductions with a half accumulat
 the same sequential order written in numpy. Scalar and vectorized loops of odd sizes on
 random data with negatives, subnormals, infinities and NaN.
 
-Each kernel runs for the host and for the host without AVX512-FP16: where the CPU has it,
-the two are LLVM's native half instructions and its promotion of each half operation to
-float; elsewhere both are the promotion.
+Each kernel runs for the host, for the host without AVX512-FP16, and for generic x86-64:
+LLVM's native half instructions where the CPU has them, its promotion of each half operation
+to float (converted by F16C), and the same promotion converting through the compiler-runtime
+calls that runtime/half_libcalls.py provides (before it, a segfault).
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ import pytest
 
 import te
 
-TARGETS = ["llvm", "llvm -mattr=-avx512fp16"]
-TARGET_IDS = ["host", "no-avx512fp16"]
+TARGETS = ["llvm", "llvm -mattr=-avx512fp16", "llvm -mcpu=x86-64"]
+TARGET_IDS = ["host", "no-avx512fp16", "no-f16c"]
 N = 203  # odd: a vectorized loop of 16 lanes leaves a tail of 11
 # Pairs that test rounding at the edges: overflow to inf, subnormal results, signed zeros,
 # inf - inf, NaN operands, the largest half times a small one.
@@ -264,3 +265,13 @@ def test_avx512fp16_code_multiplies_and_adds_apart():
     assert not re.search(r"vf(n)?m(add|sub)\w*(ph|sh)\b", asm)
     single = elementwise(lambda a, b, c: a * b + c, ["float32"] * 3, "float32", True, target)
     assert re.search(r"vfmadd\w*ps\b", single.get_source("asm"))
+
+
+def test_code_without_f16c_calls_the_registered_conversions():
+    """x86-64 without F16C: the half add is promoted through __extendhfsf2 / __truncsfhf2,
+    which MCJIT must find (registered by runtime.half_libcalls), and runs."""
+    f = elementwise(lambda a, b: a + b, ["float16"] * 2, "float16", False, "llvm -mcpu=x86-64")
+    assert "__extendhfsf2" in f.get_source("asm") and "__truncsfhf2" in f.get_source("asm")
+    a, b = half_operands(N, 2)
+    with np.errstate(all="ignore"):
+        assert_bits_equal(run(f, [a, b], "float16"), a + b)
