@@ -28,6 +28,11 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def __dir__() -> list:
+    """The module's names and the lazy ones (dir(runtime), help(runtime) list them)."""
+    return sorted(set(globals()) | set(_FROM_CPU) | {"cpu", "cuda", "cuda_emulator"})
+
+
 # (runtime.cpu and runtime.cuda are modules: the device helpers are runtime.devices.cpu/cuda)
 __all__ = [
     "ArgSpec", "ArgumentError", "CpuLibrary", "Device", "KernelSignature", "Module", "NDArray",
