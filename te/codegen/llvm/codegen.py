@@ -691,12 +691,9 @@ class FuncGen(BlockValues):
             ptr = self.address(buf, self.index_value(index.base))
             return self.from_mem(self.load(buf.data, ptr, mem_type(e.dtype), align), e.dtype)
         stride = _small_stride(index)
-        if stride:  # one dense load of the lanes' span (its ends are lanes), every stride-th
-            span = ir.VectorType(mem_type(dt.base(e.dtype)), (n - 1) * stride + 1)
-            ptr = self.address(buf, self.index_value(index.base))
-            wide = self.load(buf.data, ptr, span, align)
-            lanes = ir.Constant(ir.VectorType(I32, n), [k * stride for k in range(n)])
-            return self.from_mem(self.b.shuffle_vector(wide, ir.Constant(span, None), lanes),
+        if stride:
+            elem = mem_type(dt.base(e.dtype))
+            return self.from_mem(self._strided_load(buf, index, elem, n, stride, align),
                                  e.dtype)
         index = self.index_value(index)  # gather, lane by lane
         lanes = []
@@ -705,6 +702,33 @@ class FuncGen(BlockValues):
             lanes.append(self.load(buf.data, ptr, mem_type(dt.base(e.dtype)), align))
         return self.from_mem(self.vector_of(lanes, dt.with_lanes(mem_dtype(e.dtype), n)),
                              e.dtype)
+
+    def _strided_load(self, buf, index, elem, n: int, stride: int, align: int) -> ir.Value:
+        """Lanes base, base + stride, ... of a ramp: dense n-lane loads covering the lanes'
+        span (the last one moved back to end at the last lane: no read past the buffer),
+        joined and shuffled. One load of the odd-sized span instead (<31 x float> for 16
+        lanes at stride 2) is legalized by LLVM into pieces rebuilt element by element."""
+        elem = mem_type(dt.base(buf.dtype))
+        width = (n - 1) * stride + 1
+        count = -(-width // n)
+        starts = [min(j * n, width - n) for j in range(count)]
+        vec = ir.VectorType(elem, n)
+        pieces = [self.load(buf.data, self.address(buf, self.index_value(
+            index.base + o if o else index.base)), vec, align) for o in starts]
+        while len(pieces) & (len(pieces) - 1):   # a power of two of pieces to join
+            pieces.append(ir.Constant(pieces[0].type, None))
+        while len(pieces) > 1:                  # join neighbours: <2m> from two <m>
+            m = pieces[0].type.count
+            both = ir.Constant(ir.VectorType(I32, 2 * m), list(range(2 * m)))
+            pieces = [self.b.shuffle_vector(pieces[k], pieces[k + 1], both)
+                      for k in range(0, len(pieces), 2)]
+
+        def where(p):   # the lane of the joined pieces holding span element p
+            j = min(p // n, count - 1)
+            return j * n + p - starts[j]
+        lanes = ir.Constant(ir.VectorType(I32, n), [where(k * stride) for k in range(n)])
+        joined = pieces[0]
+        return self.b.shuffle_vector(joined, ir.Constant(joined.type, None), lanes)
 
     def expr_Ramp(self, e: E.Ramp) -> ir.Value:
         base, stride = self.expr(e.base), self.expr(e.stride)
