@@ -1,12 +1,14 @@
-"""The pooling schedule: max / average pooling over a phase-split padded input
-(te.compute.ops.max_pool2d_phased / avg_pool2d_phased), with up to a chain of elementwise
-stages after it (a fused epilogue).
+"""The pooling schedule: max / average pooling as te.compute.ops.max_pool2d_phased /
+avg_pool2d_phased compute it (the input read directly, or a padded, for strides above the
+codegen's dense loads phase-split, copy), with up to a chain of elementwise stages after
+it (a fused epilogue).
 
-(batch, channel) planes run in parallel; each plane's padded, phase-split copy is made
-just before its rows are pooled (an L2-sized buffer, the padding tested once per input
-element); each output row is computed with the window taps unrolled around a vector of
-consecutive outputs, which read consecutive inputs at any stride. Imports te.compute,
-te.schedule, te.errors and micro_kernel.vector_lanes.
+(batch, channel) planes run in parallel; a plane's padded copy, where there is one, is
+made just before its rows are pooled (an L2-sized buffer, the padding tested once per
+input element); each output row is a vector of consecutive outputs, whose window taps are
+vector loads at the stride (unrolled around the vector, or one expression: a small max
+window's tree of maxima). Imports te.compute, te.schedule, te.errors and
+micro_kernel.vector_lanes.
 """
 from __future__ import annotations
 
@@ -46,23 +48,26 @@ def schedule_pool2d(out: Tensor):
     pack = next((op for op in found if _tagged(op, PACK_TAG)), None)
     s = create_schedule(out.op)
     lanes = vector_lanes(out.dtype)
+    tree = not pool.reduce_axis   # a small max window: one expression of its taps
     for op in found[1:]:
-        # the average's division and any epilogue: computed as the output row is written
-        if op is not pool and op is not pack and not op.reduce_axis:
+        # the average's division, a tree max and any epilogue: computed as the output row
+        # is written
+        if op is not pack and not op.reduce_axis:
             s[op].compute_inline()
     n, c, y, _ = s[out].op.axis
     plane = s[out].fuse(n, c)
     s[out].parallel(plane)
     xo, xi = _row(s, out.op, lanes)
-    ry, rx = s[pool].op.reduce_axis
-    if pool is out.op:
-        s[out].reorder(plane, y, xo, ry, rx, xi)
-    else:
-        s[pool].compute_at(s[out], y)
-        pxo, pxi = _row(s, pool, lanes)
-        s[pool].reorder(pxo, ry, rx, pxi)
-    s[pool].unroll(ry)
-    s[pool].unroll(rx)
+    if not tree:
+        ry, rx = s[pool].op.reduce_axis
+        if pool is out.op:
+            s[out].reorder(plane, y, xo, ry, rx, xi)
+        else:
+            s[pool].compute_at(s[out], y)
+            pxo, pxi = _row(s, pool, lanes)
+            s[pool].reorder(pxo, ry, rx, pxi)
+        s[pool].unroll(ry)
+        s[pool].unroll(rx)
     if pack is not None:
         s[pack].compute_at(s[out], plane)
         _row(s, pack, lanes)

@@ -1,11 +1,17 @@
-"""Pooling over a phase-split padded input (te.compute.ops.max_pool2d_phased /
-avg_pool2d_phased) with te.autotune.schedule_pool2d, against numpy on random data: odd
-sizes, strides above and below the kernel, symmetric and asymmetric padding,
-count_include_pad, batch 2, alone and with an elementwise epilogue chain."""
+"""Pooling in schedule_pool2d's form (te.compute.ops.max_pool2d_phased / avg_pool2d_phased:
+the input read directly, a padded copy, or a phase-split one past the codegen's densely
+loaded strides) with te.autotune.schedule_pool2d, against numpy on random data with
+negative values: odd sizes, strides 1 to 5 above and below the kernel, symmetric,
+asymmetric and ceil_mode padding, kernels larger than the input, max windows as a tree of
+maxima and as a reduction, NaN propagation, count_include_pad, batch 2, alone and with an
+elementwise epilogue chain, at both vector widths."""
+import importlib
+
 import numpy as np
 import pytest
 
 import te
+from te.codegen.llvm import codegen as llvm_codegen
 from te.compute import ops
 from te.errors import ArgumentError, ShapeError
 
@@ -39,10 +45,17 @@ CASES = [
     ((1, 3, 10, 9), (3, 2), (1, 1), (1, 0, 2, 1)),       # stride 1, asymmetric padding
     ((2, 3, 15, 14), (2, 3), (3, 4), (1, 2, 1, 0)),      # strides above the kernel
     ((1, 2, 40, 37), (5, 5), (2, 3), (2, 2, 2, 2)),      # rows wider than a vector
+    ((1, 3, 21, 45), (3, 3), (3, 3), (0, 0, 0, 0)),      # stride 3, no pad: direct reads
+    ((1, 2, 19, 70), (4, 4), (4, 4), (0, 0, 0, 0)),      # stride 4, no pad: direct reads
+    ((1, 3, 17, 57), (3, 3), (2, 5), (1, 1, 1, 1)),      # stride 5 along x: phase-split
+    ((2, 2, 23, 61), (6, 6), (5, 6), (0, 0, 0, 0)),      # 36 taps: a reduction; split
+    ((1, 4, 26, 25), (3, 3), (2, 2), (0, 0, 1, 1)),      # ceil_mode (end padding only)
+    ((1, 3, 2, 3), (3, 3), (1, 1), (1, 1, 1, 1)),        # kernel larger than the input
+    ((1, 2, 3, 2), (4, 3), (1, 2), (1, 2, 1, 0)),        # ... and strided, asymmetric
 ]
 
 
-def _build(x, kind, k, stride, pads, epilogue, count_include_pad=False):
+def _build(x, kind, k, stride, pads, epilogue, count_include_pad=False, target="llvm"):
     X = te.placeholder(x.shape, name="X")
     if kind == "max":
         pool = ops.max_pool2d_phased(X, k, stride, pads)
@@ -52,7 +65,7 @@ def _build(x, kind, k, stride, pads, epilogue, count_include_pad=False):
     if epilogue:
         scaled = te.compute(pool.shape, lambda *i: pool(*i) * 2.0, name="scaled")
         out = te.compute(pool.shape, lambda *i: te.max(scaled(*i) - 0.5, 0.0), name="out")
-    fn = te.build(te.autotune.schedule_pool2d(out), [X, out])
+    fn = te.build(te.autotune.schedule_pool2d(out), [X, out], target=target)
     got = np.full(tuple(int(d.value) for d in out.shape), np.nan, np.float32)
     fn(x, got)
     return got
@@ -89,3 +102,34 @@ def test_schedule_pool2d_refuses_a_graph_without_a_pool():
         te.autotune.schedule_pool2d(Y)
     with pytest.raises(ArgumentError, match="out must be a te.Tensor"):
         te.autotune.schedule_pool2d(Y.op)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("case", CASES[:1] + CASES[4:10], ids=lambda c: "-".join(
+    map(str, c)).replace(" ", ""))
+def test_pool_schedule_with_avx2_vectors(case, kind, monkeypatch):
+    """8-lane rows (the AVX2 width) compiled without AVX-512, whatever the host."""
+    monkeypatch.setattr(importlib.import_module("te.autotune.pool"), "vector_lanes",
+                        lambda dtype="float32": 8)
+    shape, k, stride, pads = case
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    got = _build(x, kind, k, stride, pads, False, target="llvm -mattr=-avx512f")
+    np.testing.assert_allclose(got, pool_ref(x, kind, k, stride, pads), rtol=1e-5,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[6], CASES[9]],
+                         ids=["tree-padded", "tree-direct", "reduction"])
+def test_max_pool_propagates_nan_to_the_windows_holding_it(case):
+    shape, k, stride, pads = case
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    x[0, 1, shape[2] // 2, shape[3] // 3] = np.nan
+    got = _build(x, "max", k, stride, pads, False)
+    want = pool_ref(x, "max", k, stride, pads)
+    assert np.isnan(want).sum() > 0
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+
+
+def test_phased_pools_know_the_codegens_densely_loaded_strides():
+    assert ops.pool_phased.MAX_DENSE_STRIDE == llvm_codegen.MAX_DENSE_STRIDE

@@ -1,11 +1,16 @@
-"""max / average pooling (NCHW) over a phase-split padded copy of the input, for a schedule
-that vectorizes output rows (te.autotune.schedule_pool2d).
+"""max / average pooling (NCHW) in the form that te.autotune.schedule_pool2d schedules: each
+output row a vector of consecutive outputs, whose window taps are vector loads at the
+stride along x (the LLVM codegen loads strides 2 to MAX_DENSE_STRIDE as dense loads and a
+shuffle; larger strides would be gathers).
 
-Stage '<name>_pack' (tag 'injective,pool_pack'; absent at stride 1 without padding):
-Xp[n, c, a, b, i, j] = padded[n, c, i*sh + a, j*sw + b], the padding (the dtype's lowest
-value for max, zero for the sum) written once here. Window tap (ry, rx) of output (y, x)
-then reads Xp[n, c, ry % sh, rx % sw, y + ry // sh, x + rx // sw]: consecutive x read
-consecutive j at any stride, so a row of outputs is whole vector loads and no bounds test.
+The window reads, by the padding and the stride along x (sw):
+- no padding, sw <= MAX_DENSE_STRIDE: the input itself, no copy;
+- padding, sw <= MAX_DENSE_STRIDE: stage '<name>_pack' (tag 'injective,pool_pack'), the
+  padded input Xp[n, c, i, j] = padded[n, c, i, j] (the dtype's lowest value for max,
+  zero for the sum);
+- sw > MAX_DENSE_STRIDE: the pack is phase-split, Xp[n, c, a, b, i, j] = padded[n, c,
+  i*sh + a, j*sw + b], and tap (ry, rx) of output (y, x) reads Xp[n, c, ry % sh, rx % sw,
+  y + ry // sh, x + rx // sw]: consecutive x read consecutive j.
 The same values as te.compute.ops.max_pool2d / avg_pool2d (same checks and messages).
 Imports te.compute and te.errors only.
 """
@@ -18,7 +23,13 @@ from ._util import check_float, fmt_shape, static_dim
 from .nn import _pool_args
 
 PACK_TAG = "pool_pack"
+# the largest stride along x read as vector loads (te.codegen.llvm's MAX_DENSE_STRIDE)
+MAX_DENSE_STRIDE = 4
 MAX_TAG, SUM_TAG, AVG_TAG = "pool_max", "pool_sum", "pool_avg"
+# Max windows up to this many taps are one expression, a tree of pairwise maxima, not a
+# reduction: the NaN-propagating max is several dependent instructions (llvm.maximum), so
+# a chain of kh*kw of them is latency-bound where a tree's maxima run side by side.
+MAX_TREE_TAPS = 25
 
 
 def _phased(data: Tensor, kernel, stride, padding, fill, who: str):
@@ -31,9 +42,20 @@ def _phased(data: Tensor, kernel, stride, padding, fill, who: str):
     N, C, H, W = dims
     top, left = pads[0], pads[1]
     OH, OW = (static_dim(d) for d in shape[2:])
-    if sh == sw == 1 and not any(pads):
-        return (lambda n, c, y, x, ry, rx: data[n, c, y + ry, x + rx]), (kh, kw), (sh, sw), \
-            pads, shape
+    if sw <= MAX_DENSE_STRIDE:
+        if not any(pads):
+            return (lambda n, c, y, x, ry, rx: data[n, c, y * sh + ry, x * sw + rx]), \
+                (kh, kw), (sh, sw), pads, shape
+        rows, cols = (OH - 1) * sh + kh, (OW - 1) * sw + kw   # the rows and columns read
+
+        def padded(n, c, i, j):
+            y, x = i - top, j - left
+            inside = api.all(y >= 0, y < H, x >= 0, x < W)
+            return api.if_then_else(inside, data[n, c, y, x], fill)
+        Xq = api.compute((N, C, rows, cols), padded, name=f"{who}_pack",
+                         tag=f"injective,{PACK_TAG}")
+        return (lambda n, c, y, x, ry, rx: Xq[n, c, y * sh + ry, x * sw + rx]), \
+            (kh, kw), (sh, sw), pads, shape
     pha, phb = min(sh, kh), min(sw, kw)
     rows, cols = OH + (kh - 1) // sh, OW + (kw - 1) // sw
 
@@ -59,6 +81,14 @@ def max_pool2d_phased(data: Tensor, kernel, stride=1, padding=0,
     'pool_max'. Needs a constant shape."""
     read, (kh, kw), _, _, shape = _phased(data, kernel, stride, padding,
                                           api.min_value(data.dtype), "max_pool2d")
+    if kh * kw <= MAX_TREE_TAPS:
+        def window(n, c, y, x):
+            taps = [read(n, c, y, x, ry, rx) for ry in range(kh) for rx in range(kw)]
+            while len(taps) > 1:   # pairwise: independent maxima, a log-deep chain
+                taps = [api.max(taps[k], taps[k + 1]) if k + 1 < len(taps) else taps[k]
+                        for k in range(0, len(taps), 2)]
+            return taps[0]
+        return api.compute(shape, window, name=name, tag=MAX_TAG)
     ry = api.reduce_axis((0, kh), "ry")
     rx = api.reduce_axis((0, kw), "rx")
     return api.compute(shape, lambda n, c, y, x: api.max(read(n, c, y, x, ry, rx),
