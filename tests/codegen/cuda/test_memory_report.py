@@ -246,6 +246,41 @@ def test_a_2d_block_counts_by_hand(lanes, per_request):
             (requests * per_request // 2, requests * per_request // 4, 4096 // lanes)
 
 
+
+def test_a_transpose_through_an_unpadded_shared_tile_by_hand():
+    """Y = X.T through a 16 x 16 shared tile, blocks of 16 x 16 threads (threadIdx.y rows):
+    a warp is two rows of 16 threads. The fill writes X_shared[ty*16 + tx], 32 consecutive
+    words (no conflict); the read X_shared[tx*16 + ty] puts the even tx of one ty in one
+    bank and the odd ones in another: 8 distinct words a bank, 8 wavefronts where 1 would
+    do. The global reads and writes: two rows of 64 aligned bytes, 4 sectors in 2 lines."""
+    X = te.placeholder((64, 64), name="X")
+    Y = te.compute((64, 64), lambda i, j: X[j, i], name="Y")
+    s = te.create_schedule(Y.op)
+    XS = s.cache_read(X, "shared", [Y])
+    by, bx, ty, tx = s[Y].tile(Y.op.axis[0], Y.op.axis[1], 16, 16)
+    for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"),
+                      (tx, "threadIdx.x")):
+        s[Y].bind(axis, te.thread_axis(tag))
+    s[XS].compute_at(s[Y], bx)
+    s[XS].bind(XS.op.axis[0], te.thread_axis("threadIdx.y"))
+    s[XS].bind(XS.op.axis[1], te.thread_axis("threadIdx.x"))
+    mod = te.build(s, [X, Y], target="cuda")
+    x = rand_array((64, 64))
+    (y,) = run_emulated(mod, [x], [(64, 64)], ["float32"])
+    np.testing.assert_array_equal(y, x.T)
+    report = mod.memory_report(blocks=None)
+    requests = 64 * 64 // 32
+    fill, read = report.find("X.shared", "store"), report.find("X.shared", "load")
+    assert (fill.requests, fill.wavefronts, fill.ideal_wavefronts) == (requests,) * 3
+    assert (read.requests, read.wavefronts, read.ideal_wavefronts) == \
+        (requests, 8 * requests, requests)
+    for name, access in (("X", "load"), ("Y", "store")):
+        stats = report.find(name, access)
+        assert (stats.requests, stats.sectors, stats.lines) == \
+            (requests, 4 * requests, 2 * requests)
+    assert report.coalesced and not report.conflict_free
+
+
 def test_a_gather_counts_its_data_dependent_addresses_as_unresolved():
     A = te.placeholder((50,), name="A")
     idx = te.placeholder((64,), name="idx", dtype="int32")
