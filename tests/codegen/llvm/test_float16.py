@@ -85,6 +85,10 @@ ARITHMETIC = {
     "add_mul": (lambda a, b, c: c - (a + b) * c, 3),
     "chain": (lambda a, b, c: (a * b + c) / (a - c) * b + a * c, 3),
     "constants": (lambda a, b, c: a * 0.1 + 3.0 - b / 7.0, 2),
+    # a float32 product (exact: LLVM narrows it to a half multiply) rounded to half, then
+    # added in half: the narrowed multiply must not fuse with the add either
+    "float32_product": (lambda a, b, c: (a.astype("float32") * b.astype("float32"))
+                        .astype("float16") + c, 3),
 }
 
 
