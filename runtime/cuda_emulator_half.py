@@ -1,10 +1,9 @@
 """CUDA's `half` (cuda_fp16.h) for the CUDA emulator: the C++ the emulator adds to its prelude.
 
-`half` holds the 16 bits; conversions round to nearest even as CUDA's __float2half and
-__double2half do (bit manipulation, so any C++ compiler gives the same answers: no
-_Float16 and no excess precision); +, -, *, / compute in float and round once, which gives
-the correctly rounded half result (float's 24 bits are more than 2 * 11 + 2) as the GPU's
-half instructions do. Imports nothing.
+`half` holds the 16 bits; conversions round to nearest even as __float2half/__double2half
+do, by bit manipulation (no _Float16, no excess precision, any C++ compiler agrees); + - * /
+compute in float and round once: correctly rounded (float's 24 bits exceed 2 * 11 + 2), as
+the GPU's half instructions are. Imports nothing.
 """
 
 HALF_PRELUDE = """\

@@ -1,10 +1,9 @@
 """CUDA's warp matrix functions (mma.h, nvcuda::wmma) for the CUDA emulator's prelude.
 
-On a GPU a fragment is spread over a warp's 32 lanes, and every lane makes each call with
-the same arguments; here each lane holds the whole fragment and does all of the work, which
-gives every lane the values the warp computes (stores write the same values again). mma_sync
-multiplies exactly and accumulates in float, k in order: tensor cores may round the sums
-differently, within a float32 tolerance. Imports nothing.
+On a GPU a fragment spreads over a warp's 32 lanes, each making every call with the same
+arguments; here each lane holds the whole fragment and does all the work (stores repeat the
+same values). mma_sync multiplies exactly and accumulates in float, k in order: tensor cores
+may round the sums differently, within a float32 tolerance. Imports nothing.
 """
 
 WMMA_PRELUDE = """\
