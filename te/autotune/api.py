@@ -2,17 +2,17 @@
 
 Gives `autotune(outputs, trials=500, ...)` plus `autotune.template`, `.get_config`,
 `.apply_history_best` (`.history_active`, `.trace_lookups`: which records schedules took),
-`.auto_schedule`, `.load_best`, `.upgrade_log` (old logs), the option classes TuneOptions and
-MeasureOptions, SplitEntity / OtherOptionEntity, and the micro-kernel for templates,
-`.define_matmul_like` / `.schedule_matmul_like` (and `.panel_width`, the layout of weights packed
-ahead), and the conv2d strategy, `.conv2d_compute` / `.schedule_conv2d` (`.conv2d_tile`,
-`.conv2d_weight_tile`; its knobs `.conv2d_space`, its records' key `.conv2d_key`), and the pooling
-schedule `.schedule_pool2d`; `.session` runs a tuning loop in steps (over a `.LocalRunner`'s shared
-workers), and `.graph_key` is the workload key records of a compute graph are filed under
-(`.strategy_key`: under a strategy's space, `strategy="conv2d"` in te.autotune and .session). Stays
-light at import time (no numpy-heavy, optuna or xgboost imports): `import te` must stay fast; the
-tuning loop is imported when a tuning run starts. Imports conv2d, conv2d_space, pool, dispatch,
-measure, micro_kernel, options, space, split, upgrade, workload.
+`.auto_schedule`, `.schedule_gpu` (the GPU space's, target 'cuda'), `.load_best`, `.upgrade_log`
+(old logs), the option classes TuneOptions and MeasureOptions, SplitEntity / OtherOptionEntity, and
+the micro-kernel for templates, `.define_matmul_like` / `.schedule_matmul_like` (and `.panel_width`,
+the layout of weights packed ahead), and the conv2d strategy, `.conv2d_compute` / `.schedule_conv2d`
+(`.conv2d_tile`, `.conv2d_weight_tile`; its knobs `.conv2d_space`, its records' key `.conv2d_key`),
+and the pooling schedule `.schedule_pool2d`; `.session` runs a tuning loop in steps (over a
+`.LocalRunner`'s shared workers), and `.graph_key` is the workload key records of a compute graph
+are filed under (`.strategy_key`: under a strategy's space, `strategy="conv2d"` in te.autotune and
+.session). Stays light at import time (no numpy-heavy, optuna or xgboost imports): `import te` must
+stay fast; the tuning loop is imported when a tuning run starts. Imports conv2d, conv2d_space, pool,
+dispatch, gpu_space (when called), measure, micro_kernel, options, space, split, upgrade, workload.
 """
 from __future__ import annotations
 
@@ -41,12 +41,35 @@ def auto_schedule(outputs, args=None):
     return generate(cfg, outputs, args)
 
 
+def schedule_gpu(outputs, args=None):
+    """(schedule, args) for target 'cuda' from the automatic GPU space (gpu_space.py): the
+    best recorded config under apply_history_best (for 'cuda'), else its default config."""
+    from .gpu_space import STRATEGY, gpu_strategy
+    space = ConfigSpace()
+    gpu_strategy(space, outputs, args)
+    rec = dispatch.dispatch_lookup(strategy_key(outputs, STRATEGY), space)
+    cfg = space.default() if rec is None else ConfigEntity.from_json_dict(space, rec.config)
+    return gpu_strategy(cfg, outputs, args)
+
+
 def load_best(log: str, outputs, args=None, target: str = "llvm"):
-    """(schedule, args) of the best config in `log` for this graph (or template)."""
+    """(schedule, args) of the best config in `log` for this graph (or template): the
+    automatic space of `target`'s kind (the GPU space for 'cuda')."""
     with dispatch.apply_history_best(log, target=target):
         if isinstance(outputs, dispatch.Template):
             return outputs(*(args or ()))
+        if _is_cuda(target):
+            return schedule_gpu(outputs, args)
         return auto_schedule(outputs, args)
+
+
+def _is_cuda(target) -> bool:
+    return str(target).split()[0] == "cuda"
+
+
+def _strategy_for(strategy: str, options: TuneOptions) -> str:
+    """The automatic space of the target: "auto" is the GPU space ("gpu") for 'cuda'."""
+    return "gpu" if strategy == "auto" and _is_cuda(options.target) else strategy
 
 
 class _AutotuneAPI:
@@ -55,7 +78,8 @@ class _AutotuneAPI:
     measure_option=None, batch_size=16)
 
     Tune `outputs` (a tensor, an op or a list; or a @te.autotune.template with args=) in
-    the space of `strategy`: "auto" (the automatic space) or "conv2d" (the conv2d
+    the space of `strategy`: "auto" (the automatic space of the target; for 'cuda' the GPU
+    space "gpu": block and thread tiles, shared and local caches) or "conv2d" (the conv2d
     strategy's knobs, for a conv2d_compute output or one elementwise stage over it), and
     return a TuneResult (best config, time, GFLOP/s, history, .schedule(), .build()). The
     options are te.autotune.TuneOptions' fields, given as keywords, or as `options` (a
@@ -72,6 +96,7 @@ class _AutotuneAPI:
     trace_lookups = dispatch.trace_lookups
     auto_schedule = staticmethod(auto_schedule)
     load_best = staticmethod(load_best)
+    schedule_gpu = staticmethod(schedule_gpu)
     define_matmul_like = staticmethod(define_matmul_like)
     schedule_matmul_like = staticmethod(schedule_matmul_like)
     panel_width = staticmethod(panel_width)
@@ -106,7 +131,7 @@ class _AutotuneAPI:
                                     f"to call it with")
             task = TemplateTask(outputs, args)
         else:
-            task = AutoTask(outputs, args, strategy)
+            task = AutoTask(outputs, args, _strategy_for(strategy, options))
         return tune(task, options)
 
     def session(self, outputs, options: TuneOptions | None = None, *, args=None,
@@ -119,7 +144,8 @@ class _AutotuneAPI:
         from .tune import Session, check_log
         options = options_from_keywords(options, keywords)
         check_log(options.log, "te.autotune")
-        return Session(AutoTask(outputs, args, strategy), options, workers=workers)
+        return Session(AutoTask(outputs, args, _strategy_for(strategy, options)), options,
+                       workers=workers)
 
     def __repr__(self):
         return "te.autotune"

@@ -5,7 +5,7 @@ template with its arguments), each with a space, instantiate(cfg) -> (schedule, 
 reference schedule; compile_job (a config lowered and compiled here, for the workers: to LLVM IR, or
 for target 'cuda' to a CUDA module's parts, run on the GPU or in the CUDA emulator), estimate_flops
 and random_inputs. Imports te.compute, te.schedule, te.lower, te.build, runtime.devices, auto_space,
-conv2d_space, measure, records and workload.
+conv2d_space, gpu_space, measure, records and workload.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from ..target import parse_target
 from . import records as R
 from .auto_space import auto_schedule, default_args
 from .conv2d_space import conv2d_strategy
+from .gpu_space import gpu_strategy
 from .measure import Job
 from .space import ConfigSpace
 from .workload import output_ops, strategy_key
@@ -44,7 +45,7 @@ def _check_outputs(outputs) -> None:
 
 
 # space generators over a compute graph, by strategy name: (cfg, outputs, args) -> (s, args)
-STRATEGIES = {"auto": auto_schedule, "conv2d": conv2d_strategy}
+STRATEGIES = {"auto": auto_schedule, "conv2d": conv2d_strategy, "gpu": gpu_strategy}
 
 
 class AutoTask:

@@ -1,13 +1,13 @@
 """The tuning loop behind te.autotune: the tuner, measurement batches, progress.
 
-Takes a task (task.py: an automatic space over a compute graph, or a template with
-arguments) and its TuneOptions (options.py); gives a TuneResult (result.py). Each batch: the tuner
-proposes configs, each is instantiated (ScheduleError -> instantiation_error) and lowered
-here, compiled, checked and timed in the workers, appended to the log and told to the
-tuner. An existing log resumes (result.resume). Target 'cuda' (a template that binds GPU
-threads) measures on the GPU, or where none is present in the CUDA emulator, with a
-warning: emulated times rank CPU emulation, so they are taken once and not re-measured.
-Imports runtime, features, measure, options, records, result, search, task and workload.
+Takes a task (task.py: an automatic space over a compute graph, or a template with arguments) and
+its TuneOptions (options.py); gives a TuneResult (result.py). Each batch: the tuner proposes
+configs, each is instantiated (ScheduleError -> instantiation_error) and lowered here, compiled,
+checked and timed in the workers, appended to the log and told to the tuner. An existing log resumes
+(result.resume). Target 'cuda' (a template that binds GPU threads, or the GPU space) measures on the
+GPU, or where none is present in the CUDA emulator, with a warning: emulated times rank CPU
+emulation, so they are taken once and not re-measured. Imports runtime, features, measure, options,
+records, result, search, task and workload.
 """
 from __future__ import annotations
 
@@ -205,13 +205,19 @@ class Session:
 
 def _check_cuda(task, target: str) -> bool:
     """Whether the run is emulated: target 'cuda' where no GPU is present (warned once per
-    process). The automatic space schedules for the CPU: 'cuda' needs a template."""
+    process). 'cuda' takes a template or the GPU space (strategy "gpu"), which only 'cuda'
+    takes; the other spaces schedule for the CPU."""
+    gpu_space = getattr(task, "strategy", None) == "gpu"
     if target.split()[0] != "cuda":
+        if gpu_space:
+            raise ArgumentError(f"te.autotune: strategy 'gpu' binds GPU threads and needs "
+                                f"target 'cuda', got {target!r}")
         return False
-    if not isinstance(task, TemplateTask):
+    if not isinstance(task, TemplateTask) and not gpu_space:
         raise ArgumentError(f"te.autotune: target {target!r} needs a template "
-                            f"(@te.autotune.template) whose schedule binds GPU threads; the "
-                            f"automatic space of {task.name} schedules for the CPU ('llvm')")
+                            f"(@te.autotune.template) whose schedule binds GPU threads or the "
+                            f"GPU space (strategy 'gpu'); strategy '{task.strategy}' of "
+                            f"{task.name} schedules for the CPU ('llvm')")
     if gpu_present():
         return False
     global _warned_emulated

@@ -177,13 +177,17 @@ def test_a_config_te_build_refuses_is_a_logged_error_and_tuning_goes_on(tmp_path
         assert autotvm.apply_history_best(log).query("llvm", task.workload).is_fallback
 
 
-def test_the_automatic_space_is_not_tuned_for_cuda():
-    A = te.placeholder((64,), name="A")
-    B = te.compute((64,), lambda i: A[i] + 1.0, name="B")
+def test_a_cpu_strategy_is_not_tuned_for_cuda():
+    # the automatic space for 'cuda' is the GPU space (tests/autotune/test_gpu_space.py);
+    # the conv2d strategy schedules for the CPU
+    X = te.placeholder((1, 4, 6, 6), name="X")
+    W = te.placeholder((8, 4, 3, 3), name="W")
+    conv = te_lib.autotune.conv2d_compute(X, W, 1, 1, 1, 1)
     with pytest.raises(te_lib.ArgumentError, match=r"^te.autotune: target 'cuda' needs a "
-                       r"template \(@te.autotune.template\) whose schedule binds GPU threads; "
-                       r"the automatic space of B schedules for the CPU \('llvm'\)$"):
-        te_lib.autotune(B, trials=1, target="cuda", verbose=0)
+                       r"template \(@te.autotune.template\) whose schedule binds GPU threads "
+                       r"or the GPU space \(strategy 'gpu'\); strategy 'conv2d' of \S+ "
+                       r"schedules for the CPU \('llvm'\)$"):
+        te_lib.autotune(conv, trials=1, target="cuda", strategy="conv2d", verbose=0)
 
 
 def test_where_a_gpu_is_present_configs_are_timed_there_and_the_leaders_re_measured(
