@@ -7,8 +7,10 @@ depends on v reads a global or shared buffer at `base' + v`, and every base is a
 of the lane count, becomes one vector load per such access, the arithmetic lane by lane,
 and one vector store (`ld.global.v4.f32` / `st.global.v4.f32` in the PTX) instead of a
 scalar access per lane. The multiple makes the address aligned: CUDA allocations are, and
-the code generator aligns the shared arrays these loops touch. Anything else stays a
-scalar loop. Imports te.compute.expr, te.lower (ir, arith).
+the code generator aligns the shared arrays these loops touch. A load that only a
+condition's branch makes (a padded input's, under if_then_else) keeps the loop scalar: the
+vector load would read outside the buffer where the condition is false. Anything else
+stays a scalar loop. Imports te.compute.expr, te.lower (ir, arith).
 """
 from __future__ import annotations
 
@@ -61,6 +63,8 @@ def vector_loop(loop: ir.For) -> VectorLoop | None:
         if isinstance(node, ir.Load) and var in E.free_vars(node.index):
             loads.setdefault((id(node.buffer.data), key(node.index)), node)
     E.pre_order(store.value, collect)
+    if _only_under_a_condition(store.value, var):
+        return None
     bases = []
     for load in loads.values():
         base = _aligned_base(load.buffer, load.index, var, lanes, ana)
@@ -84,6 +88,26 @@ def vector_loop(loop: ir.For) -> VectorLoop | None:
         lane_values.append(E.substitute(value, {var: E.const(lane, var.dtype)}))
     return VectorLoop(lanes, store, store_base, tuple(zip(loads.values(), bases)),
                       tuple(lane_values), placeholders, guard)
+
+
+def _only_under_a_condition(value: E.Expr, var: E.Var) -> bool:
+    """Whether a load of `value` that depends on `var` is made only in a branch of a Select
+    (or the right side of a logical and / or), not also unconditionally: C evaluates such a
+    load only where the condition lets it, a vector load always."""
+    always, sometimes = set(), set()
+    todo = [(value, False)]
+    while todo:
+        node, conditional = todo.pop()
+        if isinstance(node, ir.Load) and var in E.free_vars(node.index):
+            (sometimes if conditional else always).add((id(node.buffer.data), key(node.index)))
+        if isinstance(node, E.Select):
+            todo += [(node.cond, conditional), (node.true_value, True),
+                     (node.false_value, True)]
+        elif isinstance(node, E.Binary) and node.op in ("and", "or"):
+            todo += [(node.a, conditional), (node.b, True)]
+        else:
+            todo += [(kid, conditional) for kid in E.children(node)]
+    return bool(sometimes - always)
 
 
 def _every_lane(cond: E.Expr, var: E.Var, lanes: int, ana: Analyzer) -> E.Expr:

@@ -96,3 +96,29 @@ def test_a_shared_fill_in_vectors_is_aligned():
     a = rand_array((n,))
     (c,) = run_emulated(mod, [a], [(n,)], ["float32"])
     np.testing.assert_allclose(c, a * 3, rtol=1e-6)
+
+
+def test_a_load_only_a_condition_makes_stays_scalar():
+    # a padded read (opt_conv_cuda's shared fill): the vector load of A[i - 4] would read
+    # before A for i < 4, where the scalar code never loads it
+    n = 4 * 32 * 3
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: te.if_then_else(i >= 4, A[i - 4], 0.0) + 1, name="C")
+    D = te.compute((n,), lambda i: te.if_then_else(A[i] > 0, A[i], 0.0), name="D")
+    s = te.create_schedule([C.op, D.op])
+    for out in (C, D):
+        o, v = s[out].split(out.op.axis[0], factor=4)
+        bo, to = s[out].split(o, factor=32)
+        s[out].bind(bo, te.thread_axis("blockIdx.x"))
+        s[out].bind(to, te.thread_axis("threadIdx.x"))
+        s[out].vectorize(v)
+    mod = te.build(s, [A, C, D], target="cuda")
+    src = mod.get_source()
+    # C's load stays per lane; D (a ReLU) loads A[i] unconditionally, in vectors
+    assert src.count("*(const float4*)(A + ") == 1
+    assert "*(float4*)(C + " not in src and "*(float4*)(D + " in src
+    a = rand_array((n,))
+    c, d = run_emulated(mod, [a], [(n,), (n,)], ["float32", "float32"])
+    np.testing.assert_allclose(c, np.concatenate([np.zeros(4, "float32"), a[:-4]]) + 1,
+                               rtol=1e-6)
+    np.testing.assert_allclose(d, np.maximum(a, 0), rtol=1e-6)

@@ -389,18 +389,20 @@ def test_tvm_gemm_schedule_loads_are_coalesced_and_its_shared_tiles_conflict_fre
 
 def test_tvm_opt_conv_schedule_is_neither_coalesced_nor_conflict_free():
     """TVM's opt_conv_cuda schedule (8 x 8 threads, 2 x 2 virtual threads, float4 fills):
-    each thread fills 8 consecutive elements as two float4s, so a request uses half of each
-    sector it touches and the fills' shared stores conflict 2-way (threads tx and tx + 4 of
-    a quarter warp meet in one bank); the output is stored with scalar stores, 4 floats
-    per thread: a quarter of each sector. The shared reads of the inner loop conflict-free."""
+    each thread fills 8 consecutive elements of W as two float4s, so a request uses half of
+    each sector it touches and W's shared stores conflict 2-way (threads tx and tx + 4 of a
+    quarter warp meet in one bank); A's fill stays scalar (its loads are under the padding
+    condition: a vector load would read outside A at the border), an eighth of each sector
+    and its shared stores 8-way; the output is stored with scalar stores, 4 floats per
+    thread: a quarter of each sector. The shared reads of the inner loop conflict-free."""
     s, args = _conv_hwcn_with_virtual_threads(5, 16, 64, 64, tile=8, num_thread=8, step=8)
     mod = te.build(s, args, target="cuda")
     report = mod.memory_report()
     assert (report.coalesced, report.conflict_free) == (False, False)
-    assert report.find("A").efficiency == 0.5 and report.find("W").efficiency == 0.5
+    assert report.find("A").efficiency == 0.125 and report.find("W").efficiency == 0.5
     assert report.find("B", "store").efficiency == 0.25
-    for buffer in ("Apad.shared", "W.shared"):
-        assert report.find(buffer, "store").max_ways == 2
+    for buffer, ways in (("Apad.shared", 8), ("W.shared", 2)):
+        assert report.find(buffer, "store").max_ways == ways
         assert report.find(buffer, "load").max_ways == 1
     a, w = rand_array((5, 5, 16, 64)), rand_array((3, 3, 16, 64))
     (b,) = run_emulated(mod, [a, w], [(5, 5, 64, 64)], ["float32"])
