@@ -132,10 +132,12 @@ def schedule_injective(cfg, op):
     producers = [p for p in topo_order([op]) if isinstance(p, ComputeOp) and p is not op]
     for p in [op] + producers:
         if p.is_reduction:
+            why = ("a reduction of another shape" if p is op else
+                   f"a reduction read by '{op.name}' (stages over a reduction are not in "
+                   f"the space yet)")
             raise ArgumentError(f"te.autotune: the GPU space schedules a matmul-like output "
                                 f"(2-D, one reduction axis, reading placeholders) or an "
-                                f"injective graph; '{p.name}' is a reduction of another "
-                                f"shape")
+                                f"injective graph; '{p.name}' is {why}")
     define_injective(cfg, op)
     s = create_schedule([op])
     for p in producers:

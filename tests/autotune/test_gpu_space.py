@@ -96,8 +96,13 @@ def test_graphs_outside_the_space_are_refused_by_name():
     T = te.compute((8, 9), lambda i, j: S[i, j] + 1.0, name="T")
     with pytest.raises(te.ArgumentError, match=r"^te.autotune: the GPU space schedules a "
                        r"matmul-like output \(2-D, one reduction axis, reading placeholders\) "
-                       r"or an injective graph; 'S' is a reduction of another shape$"):
+                       r"or an injective graph; 'S' is a reduction read by 'T' \(stages over "
+                       r"a reduction are not in the space yet\)$"):
         _space(T)
+    r = te.reduce_axis((0, 9), name="r")
+    R1 = te.compute((8,), lambda i: te.sum(X[i, r, 0], axis=r), name="R1")
+    with pytest.raises(te.ArgumentError, match=r"; 'R1' is a reduction of another shape$"):
+        _space(R1)
     with pytest.raises(te.ArgumentError, match=r"^te.autotune: strategy 'gpu' binds GPU "
                        r"threads and needs target 'cuda', got 'llvm'$"):
         te.autotune(_matmul(8, 9, 10)[2], trials=1, strategy="gpu", verbose=0)
