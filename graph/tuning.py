@@ -56,8 +56,12 @@ class GraphTuneResult:
                  f"{'GFLOP/s':>8}"]
         for t in self.tuned:
             r = t.result
+            if math.isfinite(r.best_time):
+                best = f"{r.best_time * 1e3:>9.4f} {r.best_gflops:>8.2f}"
+            else:   # no round reached this task yet, or every trial of it failed
+                best = f"{'-':>9} {'-':>8}  ({'no trials yet' if not r.history else 'all failed'})"
             lines.append(f"  {t.name[:36]:<36} {_shape(t):<18} {t.weight:>6} "
-                         f"{len(r.history):>6} {r.best_time * 1e3:>9.4f} {r.best_gflops:>8.2f}")
+                         f"{len(r.history):>6} {best}")
         reasons: dict = {}
         for t in self.tasks:
             if t.reason is not None:

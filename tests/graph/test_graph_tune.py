@@ -194,6 +194,15 @@ def test_tune_writes_records(tuned):
     assert result.history[-1] == (12, pytest.approx(result.estimate))
 
 
+def test_tasks_no_round_reached_are_printed_without_a_time(tmp_path):
+    # 4 trials in rounds of 4: the first task's round only; the others have no time yet
+    result = graph.autotune(two_branch_model(), trials=4, log=str(tmp_path / "t.jsonl"),
+                            batch_size=4, **QUICK, verbose=0)
+    rows = [line for line in str(result).splitlines()[2:] if "(no trials yet)" in line]
+    assert len(rows) == 2 and all(" inf " not in line for line in rows)
+    assert sum(len(t.result.history) for t in result.tuned) == 4
+
+
 def test_tune_resumes_without_measuring_again(tuned, tmp_path):
     g, _, first_log = tuned
     log = str(tmp_path / "copy.jsonl")
