@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -132,6 +133,20 @@ HEADER = ["model", "thr", "level", "compile s", "ours ms", "spread", "onnxrt ms"
           "x onnxrt", "kernels", "max err"]
 
 
+def geomeans(rows: list) -> str:
+    """Geometric mean of `x onnxrt` per thread count and level over the light ONNX models
+    run (every model but the BERT layer: issue 18's "nine light models" target)."""
+    groups: dict = {}
+    for r in rows:
+        if r[0] != "bert":
+            groups.setdefault((r[1], r[2]), []).append(float(r[7].rstrip("x")))
+    lines = [f"- {thr} thread{'s' if thr != '1' else ''}, {level}: "
+             f"{math.exp(sum(map(math.log, v)) / len(v)):.3f}x over {len(v)} models"
+             for (thr, level), v in sorted(groups.items())]
+    return "Geometric mean of `x onnxrt` over the light models (all but bert):\n\n" + \
+        "\n".join(lines) + "\n"
+
+
 def markdown(rows: list) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -185,7 +200,7 @@ def main(argv=None) -> int:
             for row in rows_of(run_child(name, t, a.rounds)):
                 print("  ".join(row), flush=True)
                 rows.append(row)
-    table = markdown(rows)
+    table = markdown(rows) + "\n\n" + geomeans(rows)
     note = (f"\nLevels run: {', '.join(levels)}."
             + (f" Not in graph.compile yet: {', '.join(missing)}." if missing else "")
             + f" Load average at the end: {os.getloadavg()[0]:.2f}.\n")
