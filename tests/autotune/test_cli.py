@@ -105,13 +105,21 @@ def _children(pid: int) -> list:
     return [int(p) for p in out.split()]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_says_how_many_trials_are_saved_and_how_to_resume(tmp_path):
     log = tmp_path / "mm.jsonl"
     # Ctrl-C in a terminal signals the whole process group: the workers get it too
     proc = subprocess.Popen([sys.executable, "-m", "te", "tune", "matmul", "--shape", "24",
                              "20", "16", "--trials", "2000", "--log", str(log)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
-                            cwd=tmp_path, start_new_session=True)
+                            cwd=tmp_path, start_new_session=True,
+                            # as from a terminal: a shell's background job (CI run with `&`)
+                            # inherits SIGINT ignored, and Python then never raises
+                            # KeyboardInterrupt
+                            preexec_fn=_default_sigint)
     try:
         deadline = time.time() + 240
         while time.time() < deadline and proc.poll() is None and \
