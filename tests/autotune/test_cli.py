@@ -109,6 +109,24 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def test_the_ctrl_c_test_starts_its_command_with_sigint_as_a_terminal_does():
+    # a pytest run as a shell's background job (`pytest ... &`, nohup) ignores SIGINT, and a
+    # Python that inherits that installs no KeyboardInterrupt handler
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        run = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal("
+                              "signal.SIGINT) is signal.default_int_handler)"],
+                             capture_output=True, text=True, timeout=60,
+                             preexec_fn=_default_sigint)
+        inherited = subprocess.run([sys.executable, "-c", "import signal; print(signal."
+                                    "getsignal(signal.SIGINT) == signal.SIG_IGN)"],
+                                   capture_output=True, text=True, timeout=60)
+    finally:
+        signal.signal(signal.SIGINT, ignored)
+    assert run.stdout == "True\n", run.stderr
+    assert inherited.stdout == "True\n", inherited.stderr   # what _default_sigint undoes
+
+
 def test_ctrl_c_says_how_many_trials_are_saved_and_how_to_resume(tmp_path):
     log = tmp_path / "mm.jsonl"
     # Ctrl-C in a terminal signals the whole process group: the workers get it too
