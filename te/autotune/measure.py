@@ -153,6 +153,10 @@ class LocalRunner:
             hello = w.try_read(120.0)
         except EOFError:
             hello = None
+        except BaseException:
+            # Ctrl-C while it starts: it is in no pool yet, so no close() would end it
+            w.kill()
+            raise
         if not hello or not hello.get("ready"):
             tail = w.stderr_tail()
             w.kill()

@@ -1,13 +1,16 @@
 """Measurement in worker processes: a candidate that aborts, segfaults, hangs or computes the
-wrong answer is a failed trial with its error kind, and tuning goes on; plus one small real
-end-to-end tuning run with a log, resume and apply_history_best."""
+wrong answer is a failed trial with its error kind, and tuning goes on; a worker that Ctrl-C
+interrupts as it starts is ended; plus one small real end-to-end tuning run with a log, resume
+and apply_history_best."""
 from __future__ import annotations
 
 import os
 
 import numpy as np
+import pytest
 
 import te
+from te.autotune import measure as M
 from te.autotune import records as R
 from te.autotune.measure import MeasureOptions
 from te.autotune.result import CONFIRM_ROUNDS, CONFIRM_TOP
@@ -102,3 +105,23 @@ def test_worker_outputs_are_allocated_once_and_refilled_per_candidate(tmp_path):
     again = task.reset_outputs()
     assert all(a is b for a, b in zip(first, again))
     assert np.isnan(again[0]).all() and (again[1] == 0).all()
+
+
+def test_ctrl_c_while_a_worker_starts_ends_that_worker(monkeypatch):
+    started = []
+    real_init = M._Worker.__init__
+
+    def init(self):
+        real_init(self)
+        started.append(self)
+
+    def interrupted(self, timeout):
+        raise KeyboardInterrupt     # as select() raises it when Ctrl-C comes in the wait
+
+    monkeypatch.setattr(M._Worker, "__init__", init)
+    monkeypatch.setattr(M._Worker, "try_read", interrupted)
+    runner = M.LocalRunner()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run([M.Job("", "{}", {})])
+    runner.close()
+    assert len(started) == 1 and started[0].proc.returncode is not None
