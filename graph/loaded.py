@@ -16,9 +16,10 @@ import threading
 import numpy as np
 
 from runtime import threadpool
-from runtime.checker import data_pointer
 from runtime.errors import ArgumentError, RuntimeBuildError
 from runtime.module import SharedLibrary
+
+from .entry_call import call_entry, fast_inputs
 
 MODEL_SYMBOL = "__graph_model"
 FORMAT = "te-graph-o2"
@@ -122,41 +123,12 @@ class LoadedModule:
 
     def run(self, feeds: dict) -> list:
         """The outputs, fresh arrays in the graph's output order."""
-        inputs = self._inputs(feeds)
-        outs = [np.empty(how[1], how[2]) if how[0] == "new" else None
-                for _, _, how in self._outputs]
-        n_in = len(inputs)
-        with self._lock:  # the pointer array and the arena are the module's, one run at once
-            pointers = self._pointers
-            for k, a in enumerate(inputs):
-                pointers[k] = data_pointer(a)
-            for k, a in enumerate(outs):
-                if a is not None:
-                    pointers[n_in + k] = data_pointer(a)
-            status = self._entry(*self._entry_args)
-            if status:
-                self._raise(status)
-        for k, (_, shape, how) in enumerate(self._outputs):
-            if outs[k] is None:
-                # as O2Module.run: a view of another output shares its array, an input's or
-                # a constant's memory is copied (the caller owns what run returns)
-                source = {"output": outs, "input": inputs, "constant": self._constants}
-                a = source[how[0]][how[1]].reshape(shape)
-                outs[k] = a if how[0] == "output" else np.array(a)
-        return outs
+        return call_entry(self, self._inputs(feeds),
+                          [(shape, how) for _, shape, how in self._outputs])
 
     def _inputs(self, feeds) -> list:
-        if type(feeds) is dict and len(feeds) == len(self._specs):
-            inputs = []
-            for name, dtype, shape in self._specs:
-                a = feeds.get(name)
-                if (type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape
-                        or not a.flags.c_contiguous):
-                    break
-                inputs.append(a)
-            else:
-                return inputs
-        return self._check(feeds)
+        inputs = fast_inputs(feeds, self._specs)
+        return inputs if inputs is not None else self._check(feeds)
 
     def _check(self, feeds) -> list:
         """The feeds checked with graph.executor.Module._check's messages (a test pins that

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import runtime
-from runtime.checker import data_pointer
 
+from .entry_call import call_entry, fast_inputs
 from .errors import GraphError
 from .executor import Module
 from .export import export_library
@@ -88,45 +88,15 @@ class O2Module(Module):
         keep=True the steps run from Python as at O1 and every value is returned."""
         if keep:
             return super().run(feeds, keep=True)
-        inputs = self._inputs(feeds)
-        outs = [np.empty(how[1], how[2]) if how[0] == "new" else None
-                for how in self._results]
-        n_in = len(inputs)
-        with self._lock:  # the pointer array and the arena are the module's, one run at once
-            pointers = self._pointers
-            for k, a in enumerate(inputs):
-                pointers[k] = data_pointer(a)
-            for k, a in enumerate(outs):
-                if a is not None:
-                    pointers[n_in + k] = data_pointer(a)
-            status = self._entry(*self._entry_args)
-            if status:
-                self._raise(status)
-        for k, how in enumerate(self._results):
-            if outs[k] is None:
-                shape = tuple(self.graph.outputs[k].shape)
-                source = {"output": outs, "input": inputs, "constant": self._constants}
-                # a view of another output shares its array; an input's or a constant's
-                # memory is copied: the caller owns what run returns
-                a = source[how[0]][how[1]].reshape(shape)
-                outs[k] = a if how[0] == "output" else np.array(a)
-        return outs
+        results = [(tuple(v.shape), how) for v, how in zip(self.graph.outputs, self._results)]
+        return call_entry(self, self._inputs(feeds), results)
 
     def _inputs(self, feeds) -> list:
         """The feeds as arrays in input order: the common case (a dict of C-contiguous
         arrays of the right dtypes and shapes) checked here, anything else by Module._check
         (which converts what it can and names what is wrong)."""
-        if type(feeds) is dict and len(feeds) == len(self._specs):
-            inputs = []
-            for name, dtype, shape in self._specs:
-                a = feeds.get(name)
-                if (type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape
-                        or not a.flags.c_contiguous):
-                    break
-                inputs.append(a)
-            else:
-                return inputs
-        return self._check(feeds)
+        inputs = fast_inputs(feeds, self._specs)
+        return inputs if inputs is not None else self._check(feeds)
 
     def _raise(self, status: int) -> None:
         k = self._failed.value
