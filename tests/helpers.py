@@ -130,3 +130,36 @@ def run_emulated(mod, inputs, out_shapes, out_dtypes):
             for shape, d in zip(out_shapes, out_dtypes)]
     mod.emulator()(*inputs, *outs)
     return outs
+
+
+def shared_matmul(M, N, K, tile, k_split, fill="rows", dtype="float32", accumulate=None):
+    """TVM's GPU GEMM schedule: tile x tile threads per block, one output each, A and B
+    tiles in shared memory per k step of `k_split`, the sum in a local cache. `fill`: how
+    the shared tiles are fetched: "rows" (tile axes bound to threadIdx.y/x), "cooperative"
+    (the tile fused and split over the threads, TVM's cooperative fetch) or None (each
+    thread fetches the whole tile). `accumulate`: the sum's dtype (default `dtype`)."""
+    A = te.placeholder((M, K), name="A", dtype=dtype)
+    B = te.placeholder((K, N), name="B", dtype=dtype)
+    k = te.reduce_axis((0, K), name="k")
+    acc = accumulate or dtype
+    C = te.compute((M, N), lambda i, j: te.sum(
+        A[i, k].astype(acc) * B[k, j].astype(acc), axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
+    CL = s.cache_write(C, "local")
+    by, bx, ty, tx = s[C].tile(C.op.axis[0], C.op.axis[1], tile, tile)
+    for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"),
+                      (tx, "threadIdx.x")):
+        s[C].bind(axis, te.thread_axis(tag))
+    s[CL].compute_at(s[C], tx)
+    ko, _ = s[CL].split(CL.op.reduce_axis[0], factor=k_split)
+    for T in (AA, BB):
+        s[T].compute_at(s[CL], ko)
+        if fill == "rows":
+            s[T].bind(T.op.axis[0], te.thread_axis("threadIdx.y"))
+            s[T].bind(T.op.axis[1], te.thread_axis("threadIdx.x"))
+        elif fill == "cooperative":
+            fo, fi = s[T].split(s[T].fuse(*s[T].op.axis), factor=tile)
+            s[T].bind(fo, te.thread_axis("threadIdx.y"))
+            s[T].bind(fi, te.thread_axis("threadIdx.x"))
+    return s, [A, B, C]

@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 from helpers import (bind, build_reference, np_softmax, rand_array, run_emulated,
-                     schedule_softmax_rows, softmax_graph)
+                     schedule_softmax_rows, shared_matmul, softmax_graph)
 
 import te
 from te.compute import expr as E
@@ -440,25 +440,7 @@ def test_a_launch_extent_that_depends_on_a_loop_is_refused():
 
 
 def _shared_matmul(M, N, K, tile, k_split, bind_fill):
-    A = te.placeholder((M, K), name="A")
-    B = te.placeholder((K, N), name="B")
-    k = te.reduce_axis((0, K), name="k")
-    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
-    CL = s.cache_write(C, "local")
-    by, bx, ty, tx = s[C].tile(C.op.axis[0], C.op.axis[1], tile, tile)
-    for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"),
-                      (tx, "threadIdx.x")):
-        s[C].bind(axis, te.thread_axis(tag))
-    s[CL].compute_at(s[C], tx)
-    ko, _ = s[CL].split(CL.op.reduce_axis[0], factor=k_split)
-    for T in (AA, BB):
-        s[T].compute_at(s[CL], ko)
-        if bind_fill:   # each thread of the block fetches one element
-            s[T].bind(T.op.axis[0], te.thread_axis("threadIdx.y"))
-            s[T].bind(T.op.axis[1], te.thread_axis("threadIdx.x"))
-    return s, [A, B, C]
+    return shared_matmul(M, N, K, tile, k_split, fill="rows" if bind_fill else None)
 
 
 def _barriers_and_fills(src):

@@ -8,7 +8,7 @@ import shutil
 
 import numpy as np
 import pytest
-from helpers import bind, rand_array, run_emulated
+from helpers import bind, rand_array, run_emulated, shared_matmul
 
 import te
 
@@ -96,25 +96,7 @@ def test_casts_between_half_and_float_double_int_bool():
 
 
 def _half_matmul(M, N, K, tile=8, k_split=8, accumulate="float32"):
-    A = te.placeholder((M, K), name="A", dtype="float16")
-    B = te.placeholder((K, N), name="B", dtype="float16")
-    k = te.reduce_axis((0, K), name="k")
-    C = te.compute((M, N), lambda i, j: te.sum(
-        A[i, k].astype(accumulate) * B[k, j].astype(accumulate), axis=k), name="C")
-    s = te.create_schedule(C.op)
-    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
-    CL = s.cache_write(C, "local")
-    by, bx, ty, tx = s[C].tile(C.op.axis[0], C.op.axis[1], tile, tile)
-    for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"),
-                      (tx, "threadIdx.x")):
-        s[C].bind(axis, te.thread_axis(tag))
-    s[CL].compute_at(s[C], tx)
-    ko, _ = s[CL].split(CL.op.reduce_axis[0], factor=k_split)
-    for T in (AA, BB):
-        s[T].compute_at(s[CL], ko)
-        s[T].bind(T.op.axis[0], te.thread_axis("threadIdx.y"))
-        s[T].bind(T.op.axis[1], te.thread_axis("threadIdx.x"))
-    return s, [A, B, C]
+    return shared_matmul(M, N, K, tile, k_split, dtype="float16", accumulate=accumulate)
 
 
 @pytest.mark.parametrize("M, N, K", [(37, 45, 33), (64, 48, 32)])

@@ -7,31 +7,14 @@ Checked against numpy in the emulator, and compiled by nvcc in te.build where it
 import re
 
 import numpy as np
-from helpers import bind, rand_array, run_emulated
+from helpers import bind, rand_array, run_emulated, shared_matmul
 
 import te
 
 
 def _matmul_with_fused_fills(M, N, K, tile, k_split):
-    A = te.placeholder((M, K), name="A")
-    B = te.placeholder((K, N), name="B")
-    k = te.reduce_axis((0, K), name="k")
-    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
-    CL = s.cache_write(C, "local")
-    by, bx, ty, tx = s[C].tile(C.op.axis[0], C.op.axis[1], tile, tile)
-    for axis, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"),
-                      (tx, "threadIdx.x")):
-        s[C].bind(axis, te.thread_axis(tag))
-    s[CL].compute_at(s[C], tx)
-    ko, _ = s[CL].split(CL.op.reduce_axis[0], factor=k_split)
-    for T in (AA, BB):   # TVM's cooperative fetch: fuse the tile, split it over the threads
-        s[T].compute_at(s[CL], ko)
-        fo, fi = s[T].split(s[T].fuse(*s[T].op.axis), factor=tile)
-        s[T].bind(fo, te.thread_axis("threadIdx.y"))
-        s[T].bind(fi, te.thread_axis("threadIdx.x"))
-    return s, [A, B, C]
+    # TVM's cooperative fetch: fuse the tile, split it over the threads
+    return shared_matmul(M, N, K, tile, k_split, fill="cooperative")
 
 
 def _indices(src, buffer):
