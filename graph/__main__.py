@@ -7,6 +7,9 @@ call's), the per-step profile, and the largest difference from onnxruntime when
 onnxruntime is installed;
 `python -m graph tune model.onnx --trials N --log x.jsonl` tunes its kernels (graph.autotune,
 resuming from the log) and `run ... --tuning-log x.jsonl` builds them with the best records;
+`python -m graph export model.onnx -o model.so` compiles it at O2 (`--tuning-log x.jsonl`
+for the tuned kernels) and writes export_library's model.so and model.so.weights, which
+graph.load_module runs in a process without the compiler;
 `python -m graph cache info` and `python -m graph cache clear` show and empty the compile
 cache (graph/cache.py; TE_CACHE_DIR, default ~/.cache/te).
 Imports graph, numpy and (lazily, for the comparison) onnxruntime.
@@ -14,6 +17,7 @@ Imports graph, numpy and (lazily, for the comparison) onnxruntime.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -22,6 +26,16 @@ import numpy as np
 import graph
 from graph.fuse import fuse
 from graph.passes import optimize
+
+
+EXAMPLES = """examples:
+  python -m graph show model.onnx
+  python -m graph run model.onnx --level O2 --shape input=1,3,224,224
+  python -m graph tune model.onnx --trials 200 --log model.jsonl
+  python -m graph export model.onnx -o model.so [--tuning-log model.jsonl]
+      writes model.so and model.so.weights; in any process, without the compiler:
+      graph.load_module("model.so").run({"input": array})
+"""
 
 
 def _shape_arg(text: str) -> tuple:
@@ -48,24 +62,33 @@ def _positive_int(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m graph", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m graph", epilog=EXAMPLES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="Import an ONNX model, then show, run, tune or "
+                                            "export it (COMMAND -h: its options).")
     sub = p.add_subparsers(dest="command", required=True)
     for name, what in (("show", "print the imported graph, its fused groups and memory plan"),
                        ("run", "compile, run on random inputs, compare with onnxruntime"),
-                       ("tune", "tune the model's kernels for its run time (graph.autotune)")):
+                       ("tune", "tune the model's kernels for its run time (graph.autotune)"),
+                       ("export", "compile at O2, write a library + weights for "
+                                  "graph.load_module")):
         c = sub.add_parser(name, help=what)
         c.add_argument("model", help="path to an .onnx file")
         c.add_argument("--shape", action="append", type=_shape_arg, default=[],
                        help="fix an input's shape: name=1,3,224,224 (repeatable)")
-        if name in ("run", "tune"):
+        if name in ("run", "tune", "export"):
             default = "O0" if name == "run" else "O2"
             c.add_argument("--level", default=default, help=f"compile level (default "
                                                             f"{default})")
-            c.add_argument("--seed", type=int, default=0, help="seed of the random inputs"
-                           if name == "run" else "seed of the tuner")
-        if name == "run":
+            if name != "export":
+                c.add_argument("--seed", type=int, default=0, help="seed of the random "
+                               "inputs" if name == "run" else "seed of the tuner")
+        if name in ("run", "export"):
             c.add_argument("--tuning-log", default=None,
                            help="build each kernel with its best record in this log")
+        if name == "export":
+            c.add_argument("-o", "--output", required=True,
+                           help="the library to write (its weights go to OUTPUT.weights)")
         if name == "tune":
             c.add_argument("--trials", type=_positive_int, required=True,
                            help="trials in all, those in --log included")
@@ -149,12 +172,50 @@ def _tune(g, args) -> int:
     return 0
 
 
+def _export(g, args) -> int:
+    """Compile g at args.level (O2: the only level that exports) and export it to
+    args.output."""
+    if args.level != "O2":
+        raise graph.GraphError(f"--level: only O2 can be exported (its one native entry "
+                               f"point; O0 and O1 dispatch kernels from Python), got "
+                               f"{args.level!r}")
+    path = os.path.abspath(args.output)
+    directory = os.path.dirname(path)
+    # checked before compiling, which may take minutes; export_library checks again
+    if os.path.isdir(path):
+        raise graph.GraphError(f"-o/--output: '{path}' is a directory; give the path of the "
+                               f"library to write")
+    if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
+        raise graph.GraphError(f"-o/--output: cannot write '{path}': '{directory}' is not a "
+                               f"writable directory")
+    start = time.perf_counter()
+    m = graph.compile(g, level="O2", tuning_log=args.tuning_log)
+    compiled = time.perf_counter() - start
+    start = time.perf_counter()
+    try:
+        m.export_library(path)
+    except OSError as error:   # export_library's message names the file and the reason
+        raise graph.GraphError(f"-o/--output: {error.strerror}") from None
+    exported = time.perf_counter() - start
+    print(f"compiled at O2 in {compiled:.2f} s ({len(m.calls)} calls), exported in "
+          f"{exported:.2f} s: '{path}' ({os.path.getsize(path)} bytes) and its weights "
+          f"'{path}.weights' ({os.path.getsize(path + '.weights')} bytes)")
+    print(f"run it with graph.load_module({path!r}).run(feeds); inputs: "
+          f"{', '.join(f'{v.name}: {v.type_str}' for v in g.inputs)}")
+    return 0
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "cache":
         return _cache(args.action)
     try:
+        if not os.path.isfile(args.model):
+            raise graph.GraphError(f"model: '{args.model}' is not a file (give the path of "
+                                   f"an .onnx model)")
         g = graph.from_onnx(args.model, shapes=dict(args.shape))
+        if args.command == "export":
+            return _export(g, args)
         if args.command == "show":
             print(g)
             print(_fused_groups(g))

@@ -38,7 +38,11 @@ def from_onnx(model, shapes: dict | None = None, constants: dict | None = None) 
     input, which the ops here need to know: UnsupportedError.constant_inputs lists them)."""
     onnx = _import_onnx()
     if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
-        model = onnx.load(model)
+        from google.protobuf.message import DecodeError  # onnx's own dependency
+        try:
+            model = onnx.load(model)
+        except DecodeError as error:
+            raise GraphError(f"from_onnx: '{model}' is not an ONNX model ({error})") from None
     if not isinstance(model, onnx.ModelProto):
         raise GraphError(f"from_onnx: model must be a path or an onnx.ModelProto, got "
                          f"{type(model).__name__}")
