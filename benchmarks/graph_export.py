@@ -6,7 +6,9 @@ temporary directory (the time, the library's and the weights' sizes), then a fre
 process that imports graph, loads the model and runs it once: its import and load times,
 its resident memory (VmRSS) before the load, after it, after the run and after a second
 run, its peak (VmHWM),
-the growth against the plan (weights + arena + the outputs), and whether it imported any
+the growth against the plan (weights + arena + the outputs), the growth at load and after the
+run split into private (RssAnon) and file-backed (RssFile: the mapped weights, shared by
+every process that loads the model) memory, and whether it imported any
 of the compiler (te, onnx, llvmlite: it must not). Back in this process the loaded module
 and the O2 module run in alternating rounds (medians; the same kernels, so their ratio
 says what the export costs at run time) and give bit-identical outputs.
@@ -45,13 +47,16 @@ def status(field):
 imported = time.perf_counter() - t0
 feeds = dict(np.load(sys.argv[2]))
 before = status("VmRSS:")
+split = [(status("RssAnon:"), status("RssFile:"))]
 t1 = time.perf_counter()
 m = graph.load_module(sys.argv[1])
 loaded = time.perf_counter() - t1
 after_load = status("VmRSS:")
+split.append((status("RssAnon:"), status("RssFile:")))
 t2 = time.perf_counter()
 outs = m.run(feeds)
 first_run = time.perf_counter() - t2
+split.append((status("RssAnon:"), status("RssFile:")))
 series = [status("VmRSS:")]
 for _ in range(int(sys.argv[4]) - 1):
     m.run(feeds)
@@ -60,7 +65,8 @@ want = np.load(sys.argv[3])
 same = all(np.array_equal(a, want[f"arr_{k}"]) for k, a in enumerate(outs))
 compiler = sorted(n for n in sys.modules if n.split(".")[0] in ("te", "onnx", "llvmlite"))
 print(json.dumps(dict(imported=imported, loaded=loaded, first_run=first_run, before=before,
-                      after_load=after_load, series=series, peak=status("VmHWM:"),
+                      after_load=after_load, split=split, series=series,
+                      peak=status("VmHWM:"),
                       weights=m.weights_bytes, arena=m.arena_bytes,
                       outputs=sum(a.nbytes for a in outs), same=same, compiler=compiler)))
 """
@@ -166,6 +172,11 @@ def main() -> None:
               f"{r['o2_ms']:.2f} | {r['loaded_ms']:.2f} | {r['ratio']:.3f} | "
               f"{', '.join(r['compiler']) or 'none'} |", flush=True)
         assert r["same"] and not r["compiler"], r
+        (anon0, file0), (anon1, file1), (anon2, file2) = r["split"]
+        notes.append(f"{name}: load {r['loaded']:.3f} s; growth at load: private "
+                     f"{(anon1 - anon0) / MiB:.2f} MiB, file-backed {(file1 - file0) / MiB:.2f} "
+                     f"MiB; after the first run: private {(anon2 - anon0) / MiB:.2f} MiB, "
+                     f"file-backed {(file2 - file0) / MiB:.2f} MiB")
         for env, (at_load, per_run) in r["rss_series"].items():
             notes.append(f"{name}, {env}: beyond the weights at load {at_load:.2f} MiB; "
                          f"beyond the plan after each run: "

@@ -1,15 +1,17 @@
 """graph.load_module: an O2 model exported by export_library (graph/export.py), run again.
 
 The library holds the kernels and graph_run (the O2 driver, over an arena and the weights
-given as arguments) and its description (`__graph_model`, JSON); the weights are a sidecar,
-`<library>.weights`, checked against the size and SHA-256 the library records. Imports
-numpy and runtime only: a process that loads a model imports neither te nor onnx nor LLVM.
+given as arguments) and its description (`__graph_model`, JSON); the weights, a sidecar
+`<library>.weights`, are mapped read-only (never copied, shared between processes) and
+checked against the size and SHA-256 the library records. Imports numpy and runtime only: a
+process that loads a model imports neither te nor onnx nor LLVM.
 """
 from __future__ import annotations
 
 import ctypes
 import hashlib
 import json
+import mmap
 import os
 import threading
 
@@ -82,7 +84,7 @@ class LoadedModule:
         except (KeyError, IndexError, TypeError, ValueError) as error:
             raise RuntimeBuildError(f"{where}: invalid {MODEL_SYMBOL} "
                                     f"({type(error).__name__}: {error})") from None
-        self._weights = _read_weights(path, self.weights_bytes, self._sha256)
+        self._weights = _map_weights(path, self.weights_bytes, self._sha256)
         self._constants = [self._weights[o:o + d.itemsize * int(np.prod(s, dtype=np.int64))]
                            .view(d).reshape(s) for o, d, s in self._constant_specs]
         self.arena = aligned_array(self.arena_bytes)
@@ -186,9 +188,11 @@ def _how(how: list) -> tuple:
     return (how[0], int(how[1]))
 
 
-def _read_weights(path: str, nbytes: int, sha256: str) -> np.ndarray:
-    """The payload of `path`'s weights file, read into aligned memory and checked against
-    the size (`nbytes`) and SHA-256 the library records."""
+def _map_weights(path: str, nbytes: int, sha256: str) -> np.ndarray:
+    """The payload of `path`'s weights file, mapped read-only (no copy: the pages are the
+    file's, shared by every process that loads it) and checked against the size (`nbytes`)
+    and SHA-256 the library records. The mapping starts at a page, so the payload at
+    WEIGHTS_HEADER and each constant in it keep their ALIGNMENT."""
     wpath = weights_path(path)
     where = f"graph.load_module: '{path}'"
     try:
@@ -203,17 +207,17 @@ def _read_weights(path: str, nbytes: int, sha256: str) -> np.ndarray:
     with handle:
         size = os.fstat(handle.fileno()).st_size
         want = WEIGHTS_HEADER + nbytes
-        header = handle.read(WEIGHTS_HEADER)
-        if header[:len(WEIGHTS_MAGIC)] != WEIGHTS_MAGIC:
+        if handle.read(len(WEIGHTS_MAGIC)) != WEIGHTS_MAGIC:
             raise RuntimeBuildError(f"{where}: '{wpath}' is not a weights file written by "
                                     f"export_library (no '{WEIGHTS_MAGIC.decode()}' header)")
         if size != want:
             raise RuntimeBuildError(f"{where}: its weights file '{wpath}' has {size} bytes, "
                                     f"expected {want}: it is truncated or from another "
                                     f"export; export the model again")
-        weights = aligned_array(nbytes)
-        if handle.readinto(memoryview(weights)) != nbytes:
-            raise RuntimeBuildError(f"{where}: its weights file '{wpath}' ended early")
+        # the mapping outlives the handle; export_library replaces the file (a new inode)
+        # rather than writing over it, so a loaded module keeps the weights it checked
+        mapped = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ)
+    weights = np.frombuffer(mapped, np.uint8, nbytes, WEIGHTS_HEADER)
     if hashlib.sha256(weights).hexdigest() != sha256:
         raise RuntimeBuildError(f"{where}: its weights file '{wpath}' does not match the "
                                 f"library (SHA-256 differs): it is corrupt or from another "

@@ -1,11 +1,13 @@
 """An O2 module's export_library and graph.load_module (graph/export.py, graph/loaded.py):
 the model runs again in a fresh process that imports neither te nor onnx nor llvmlite,
 bit-identical to the O2 module, with the same feed checks; a missing, truncated, corrupt or
-foreign weights file or library is refused with a message naming it; the process's
-resident memory after load and one run is the plan's (weights + arena) and a small
+foreign weights file or library is refused with a message naming it; the weights are a
+read-only mapping of the sidecar; the process's resident memory after load and one run is
+the plan's (weights + arena) and a small constant, its private memory at load a small
 constant."""
 import importlib
 import json
+import mmap
 import os
 import subprocess
 import sys
@@ -378,9 +380,15 @@ def rss():
         return next(int(line.split()[1]) * 1024 for line in status
                     if line.startswith("VmRSS:"))
 
+def anon():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status
+                    if line.startswith("RssAnon:"))
+
 x = np.load({x!r})
-before = rss()
+before, anon_before = rss(), anon()
 m = graph.load_module({path!r})
+private = anon() - anon_before
 y = m.run({{"x": x}})[0]
 grown = rss() - before
 want = np.load({want!r})
@@ -388,7 +396,8 @@ same = []
 for threads in (1, 2):
     runtime.set_num_threads(threads)
     same.append(bool(np.array_equal(m.run({{"x": x}})[0], want)))
-print(json.dumps(dict(grown=grown, weights=m.weights_bytes, arena=m.arena_bytes,
+print(json.dumps(dict(grown=grown, private=private, weights=m.weights_bytes,
+                      arena=m.arena_bytes,
                       output=y.nbytes, same=same, first=bool(np.array_equal(y, want)))))
 {_CHECK_IMPORTS}""")
     r = json.loads(out)
@@ -396,3 +405,21 @@ print(json.dumps(dict(grown=grown, weights=m.weights_bytes, arena=m.arena_bytes,
     assert r["weights"] == (1024 * 2048 * 2 + 1024 * 1024) * 4
     plan = r["weights"] + r["arena"] + r["output"]
     assert r["weights"] <= r["grown"] <= plan + SLACK, r
+    assert r["private"] < SLACK, r   # the weights are mapped, not read into private memory
+
+
+def test_weights_are_a_read_only_mapping(exported):
+    """The loaded weights are a view of a read-only mapping of the sidecar (no copy), and
+    each constant a view of them."""
+    _, path = exported
+    loaded = graph.load_module(path)
+    weights = loaded._weights
+    base = getattr(weights.base, "obj", weights.base)   # numpy may keep a memoryview of it
+    assert isinstance(base, mmap.mmap) and not weights.flags.writeable
+    assert weights.nbytes == loaded.weights_bytes == os.path.getsize(path + ".weights") - 64
+    assert weights.ctypes.data % mmap.PAGESIZE == 64   # after the header, in the first page
+    for c in loaded._constants:
+        assert np.shares_memory(c, weights) and not c.flags.writeable
+        assert c.ctypes.data % 64 == 0
+    with pytest.raises(ValueError, match="read-only"):
+        loaded._constants[0][...] = 0
