@@ -81,9 +81,12 @@ def tensorize(st, intrin, leaves: list, pos: int, values: dict, body: tuple,
                   for buf, t in zip(intrin.input_buffers, stage_tensors))
     binds += ((intrin.output_buffers[0], out, out_mins, True),)
 
-    def bound(s):
-        return None if s is None else ir.BufferBind(binds, s)
-    return Tensorized(bound(intrin.body), bound(intrin.reset), bound(intrin.update))
+    def bound(s, which=binds):
+        return None if s is None else ir.BufferBind(which, s)
+    # reset (TVM's reduce_init) gets the output alone: it runs before the reduction's outer
+    # loop, where stages attached inside that loop (an input's shared chunk) do not exist
+    return Tensorized(bound(intrin.body), bound(intrin.reset, binds[-1:]),
+                      bound(intrin.update))
 
 
 def _inner_axes(st, who: str, inner: dict, values: dict, ana: Analyzer) -> tuple:

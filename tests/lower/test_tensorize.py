@@ -137,6 +137,29 @@ def test_gemv_reset_and_update_when_the_reduction_is_split():
     run_matmul(s, A, B, C, zero_output=False)  # reset clears what the output held
 
 
+def test_reset_before_a_chunk_loop_that_holds_data_loops_and_a_cached_input():
+    # odd sizes: 5 rows, 3 tiles of 16 columns, 5 chunks of 16; the chunk loop outside the
+    # tile loop, and A's chunk cached at it: reset (bound to C alone) runs before that loop,
+    # where the cache does not exist, update inside it per tile
+    A, B, C = matmul_nt(5, 48, 80)
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "global", [C])
+    x, y = C.op.axis
+    (z,) = C.op.reduce_axis
+    yo, yi = s[C].split(y, factor=16)
+    zo, zi = s[C].split(z, factor=16)
+    s[C].reorder(x, zo, yo, yi, zi)
+    s[AA].compute_at(s[C], zo)
+    s[C].tensorize(yi, intrin_gemv(16, 16, parts=True))
+    s[C].pragma(x, "import_llvm", GEMV_UPDATE + GEMV_RESET)
+    text = str(te.lower(s, [A, B, C]))
+    reset = "gemv_reset(access_ptr(C, (i*48) + (j.outer*16), 'w'), 16)"
+    assert text.index(reset) < text.index("for (k.outer, 0, 5)") < text.index("A.global[")
+    assert "gemv_update(access_ptr(C, (i*48) + (j.outer*16), 'w'), access_ptr(A.global, 0, " \
+           "'r'), access_ptr(B, (j.outer*1280) + (k.outer*16), 'r'), 16, 16, 80)" in text
+    run_matmul(s, A, B, C, zero_output=False)
+
+
 def test_tensorize_errors():
     A, B, C = matmul_nt(4, 32, 16)
 
