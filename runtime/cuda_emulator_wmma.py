@@ -1,9 +1,9 @@
 """CUDA's warp matrix functions (mma.h, nvcuda::wmma) for the CUDA emulator's prelude.
 
-On a GPU a fragment spreads over a warp's 32 lanes, each making every call with the same
-arguments; here each lane holds the whole fragment and does all the work (stores repeat the
-same values). mma_sync multiplies exactly and accumulates in float, k in order: tensor cores
-may round the sums differently, within a float32 tolerance. Imports nothing.
+On a GPU a fragment spreads over a warp's 32 lanes making each call together; here every
+lane holds the whole fragment and does all the work, and lane 0 alone stores (lanes run in
+turn: a store by one would reach a tile a later lane still loads). mma_sync accumulates in
+float, k in order (tensor cores may round differently). Imports nothing.
 """
 
 WMMA_PRELUDE = """\
@@ -46,6 +46,7 @@ template <int M, int N, int K, typename T>
 static void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T>& f, unsigned ldm,
                               layout_t layout) {
   typedef fragment<accumulator, M, N, K, T> F;
+  if (te_lane() != 0) return;   /* the warp's one store (see the module docstring) */
   for (int r = 0; r < F::rows; ++r)
     for (int c = 0; c < F::cols; ++c)
       (layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c]) = f.x[r * F::cols + c];

@@ -142,11 +142,11 @@ def generate_cuda(func: PrimFunc, plan: DevicePlan, target) -> CudaSource:
         text = MINMAX_PRELUDE + "\n" + text
     if any(f"te_{op}<" in text for op in _INT_DIVISION):
         text = PRELUDE + "\n" + text
-    if f"{tensor_core.HELPER_NAME}(" in text:
+    if tensor_core.uses_tensor_cores(text):
         text = tensor_core.HELPER + "\n" + text
     if _HALF_USE.search(text):
         text = half.INCLUDE + "\n" + text
-    if f"{tensor_core.HELPER_NAME}(" in text:   # after cuda_fp16.h, which it includes too
+    if tensor_core.uses_tensor_cores(text):   # after cuda_fp16.h, which it includes too
         text = tensor_core.INCLUDE + "\n" + text
     return CudaSource(text, tuple(kernels))
 
@@ -194,6 +194,7 @@ class _KernelGen:
         self.in_index = False
         self.texts = None  # id(node) -> (node, text) while expr() writes one tree
         self.vector_shared: set = set()   # shared buffers (data Vars) accessed as vectors
+        self.wmma_shared: set = set()     # shared buffers (data Vars) a wmma call points into
 
     def c_type(self, dtype: str) -> str:
         return c_type(dtype, self.c_types)
@@ -225,12 +226,16 @@ class _KernelGen:
                  '{']
         # one array per shared buffer, at the top: a block has one copy whatever scope
         # declares it, and copies of its allocation (unrolled loops) must not add more;
-        # aligned for the vector accesses the body makes of it
+        # aligned for the vector accesses the body makes of it and the wmma calls' pointers
         shared = [(b, extent, self.buffer(b)) for b, extent in
                   shared_arrays(self.part.body).values()]
         body = _one_barrier_per_run(self.stmt(self.part.body, 1))
         for b, extent, name in shared:
-            align = "__align__(16) " if b.data in self.vector_shared else ""
+            align = ""
+            if b.data in self.wmma_shared:
+                align = f"__align__({tensor_core.POINTER_ALIGN}) "
+            elif b.data in self.vector_shared:
+                align = "__align__(16) "
             lines.append(f"  __shared__ {align}{self.c_type(b.dtype)} {name}[{extent}];")
         lines += body
         lines.append("}")
@@ -459,6 +464,9 @@ class _KernelGen:
     def call(self, e: E.Call) -> str:
         args = [self.expr(x) for x in e.args]
         if e.extern:
+            if e.name in tensor_core.HELPER_NAMES:
+                self.wmma_shared.update(x.buffer.data for x in e.args if isinstance(
+                    x, ir.AccessPtr) and x.buffer.scope == "shared")
             return f"{e.name}({', '.join(args)})"
         if e.name == "likely":
             return args[0]

@@ -1,5 +1,5 @@
-"""Warp-collective calls in CUDA kernels (tensor cores: te_wmma_16x16, te/codegen/cuda/
-tensor_core.py): a warp's 32 lanes make each such call together, with the same arguments.
+"""Warp-collective calls in CUDA kernels (tensor cores: the te_wmma_ calls of te/codegen/
+cuda/tensor_core.py): a warp's 32 lanes make each such call together, with the same arguments.
 
 Takes a kernel nest and its launch extents (device_split.py); gives the extents with
 threadIdx.x of 32 where the kernel calls one and binds no loop to threadIdx.x (every lane
@@ -14,7 +14,7 @@ from .. import ir
 from ..printer import print_expr
 from ..visitor import walk_down
 
-WARP_CALLS = frozenset({"te_wmma_16x16"})
+WARP_CALLS = frozenset({"te_wmma_16x16", "te_wmma_zero_16x16", "te_wmma_update_16x16"})
 WARP = 32
 
 

@@ -1,5 +1,6 @@
 """Tensor cores on target 'cuda': te.wmma_matmul_intrin tensorizes a float16 matmul's 16x16
-tiles (float32 accumulation) into nvcuda::wmma calls, one warp per tile. Checked against
+tiles (float32 accumulation) into nvcuda::wmma calls, one warp per tile, the whole
+reduction in one call (K split into chunks: test_cuda_wmma_gemm.py). Checked against
 numpy in the CUDA emulator (runtime/cuda_emulator_wmma.py: every lane computes the whole
 fragment) and, where nvcc is on PATH, in the PTX for sm_80 (wmma.mma.sync instructions).
 Not yet run on a GPU.
@@ -88,7 +89,9 @@ def test_shared_fill_on_the_warp_lanes_is_accepted():
     s[AS].bind(tx, te.thread_axis("threadIdx.x"))
     mod = te.build(s, [A, B, C], target="cuda")
     src = mod.get_source()
-    assert "__shared__ half A_shared[768];" in src and "(A_shared + 0), 48" in src
+    # wmma's pointers must be 256-bit aligned: the array is, tiles start at multiples of 16
+    assert "__shared__ __align__(32) half A_shared[768];" in src
+    assert "(A_shared + 0), 48" in src
     _check(mod, M, N, K)
 
 
@@ -99,9 +102,10 @@ def test_intrinsic_k_must_be_a_multiple_of_16(k):
         te.wmma_matmul_intrin(k)
 
 
-def test_intrinsic_k_must_cover_the_whole_reduction():
+def test_intrinsic_k_must_cover_the_reduction_inside_the_tiles():
     s, args = _wmma_matmul(32, 32, 64, intrin_k=32)
-    with pytest.raises(te.LoweringError, match="intrinsic 'wmma_16x16x32'"):
+    with pytest.raises(te.LoweringError, match=r"loop 'k' \(of axis 'k'\) runs 64 iterations "
+                       r"but intrinsic 'wmma_16x16x32' axis 'k' has 32"):
         te.build(s, args, target="cuda")
 
 
