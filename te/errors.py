@@ -1,12 +1,12 @@
 """Every error the compiler raises on purpose.
 
-Imports only runtime.errors, whose ArgumentError (raised by built modules when called with
-bad arguments, also when loaded without te) is re-exported here. Each layer raises the
-subclass that names the step that refused the input, with a message that names the
-parameter, what was expected and what came.
+Imports only runtime.errors, whose TEError (the base) and ArgumentError (raised by built
+modules when called with bad arguments, also when loaded without te) are re-exported here.
+Each layer raises the subclass that names the step that refused the input, with a message
+that names the parameter, what was expected and what came.
 """
 
-from runtime.errors import ArgumentError  # noqa: F401  (re-exported)
+from runtime.errors import ArgumentError, TEError  # noqa: F401  (re-exported)
 
 
 # What te.lower, te.build and the interpreter say when a program nests deeper than one of
@@ -15,10 +15,6 @@ TOO_DEEP = ("{who}: the program nests too deep to {what} (an expression, or loop
             "allocations nested one per stage, deeper than Python's recursion limit); split "
             "a deep expression into stages of its own (te.compute), and compute a long chain "
             "of stages at root rather than each at its reader's loop (compute_at)")
-
-
-class TEError(Exception):
-    """Base of every error raised deliberately by te."""
 
 
 class DTypeError(TEError, TypeError):

@@ -201,3 +201,19 @@ def test_call_error_leaves_output_untouched(scale):
     with pytest.raises(te.ArgumentError):
         scale(_ones((4, 6), "float64"), out)
     assert (out == 7.0).all()
+
+
+def test_every_deliberate_error_is_a_te_error():
+    """`except te.TEError` catches what a built module raises for bad arguments and what a
+    failed native build raises, not only the compiler's own errors: the base lives in
+    runtime.errors, the bottom layer, so a module loaded without te raises TEErrors too."""
+    import runtime
+    import runtime.errors
+    assert te.TEError is runtime.errors.TEError
+    assert issubclass(te.ArgumentError, te.TEError) and issubclass(te.ArgumentError, ValueError)
+    assert issubclass(runtime.RuntimeBuildError, te.TEError)
+    A = te.placeholder((5,), name="A")
+    B = te.compute((5,), lambda i: A[i] + 1.0, name="B")
+    f = te.build(te.create_schedule(B.op), [A, B])
+    with pytest.raises(te.TEError, match=r"shape"):
+        f(np.zeros(4, "float32"), np.zeros(5, "float32"))
