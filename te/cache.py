@@ -20,6 +20,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 import runtime
+from runtime import cache_sizes
 
 FORMAT = 1
 _SUFFIXES = (".so", ".json", ".lock")
@@ -78,13 +79,15 @@ def compiler_fields() -> dict:
 
 def target_fields(target) -> dict:
     """What of `target` (a string or te.Target) and of this host decides the code: the kind
-    and options, the CPU features the code may use, the host CPU LLVM tunes for, and whether
-    parallel loops become threads."""
+    and options, the CPU features the code may use, the host CPU LLVM tunes for, its L2
+    cache size (schedules block loops by it), and whether parallel loops become threads."""
     from .target import parse_target
     t = parse_target(target, who="te.cache")
+    cpu = t.kind == "llvm"
     return {"target": [t.kind] + [f"-{k}={v}" for k, v in t.options],
             "features": sorted(t.features),
-            "host_cpu": llvm.get_host_cpu_name() if t.kind == "llvm" else "",
+            "host_cpu": llvm.get_host_cpu_name() if cpu else "",
+            "l2_bytes": cache_sizes.l2_bytes() if cpu else 0,
             "parallel": runtime.parallel_available()}
 
 

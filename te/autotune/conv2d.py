@@ -9,9 +9,11 @@ tensor: the conv's own output, or one elementwise stage over it (a fused epilogu
 relu, residual add) that is then computed in the conv's final (cropping) loop; the GEMM
 form's choices are knobs there, the direct form's schedule (schedule_direct) and the
 helpers both share are here. Stages are found by tag. Imports te.compute, te.schedule,
-te.errors and micro_kernel.vector_lanes.
+te.errors, micro_kernel.vector_lanes and runtime.cache_sizes.
 """
 from __future__ import annotations
+
+from runtime import cache_sizes
 
 from ..compute import ops
 from ..compute.ops.conv2d_gemm import PACK_TAG, gemm_pixels
@@ -23,10 +25,18 @@ from .micro_kernel import vector_lanes
 
 DIRECT_TAGS = ("conv2d_nchw", "depthwise_conv2d_nchw")
 MIN_GEMM_CHANNELS = 4    # output channels per group: below that the tile is mostly padding
-L2_BYTES = 1 << 20        # the packed input of one image that counts as L2-resident
+# weights (rows form, groups 1) above this are read per channel block, even where the
+# packed input exceeds L2: streamed once per pixel tile they would come from DRAM each time
+STREAMED_WEIGHT_BYTES = 4 << 20
 PANEL_BLOCK = 7          # pixel panels packed and computed together (1x1 convs)
 WIDE_TILE_COST = 0.94    # time per padded pixel of a 3-vector tile, relative to 2 vectors
 MIN_GEMM_REDUCTION = 8   # input channels per group x kernel taps (depthwise 3x3: 9)
+
+
+def l2_bytes() -> int:
+    """The L2 cache per core that the schedules size their loops for: this host's (read
+    once by runtime.cache_sizes, 1 MiB where unreadable; te.cache keys code by it)."""
+    return cache_sizes.l2_bytes()
 
 
 def conv2d_tile(dtype: str = "float32", pixels: int | None = None) -> tuple:

@@ -4,9 +4,9 @@ conv2d_schedule(cfg, out) schedules a conv2d_compute output (or one elementwise 
 it) as `cfg` chooses: a ConfigSpace collects the knobs (and gives option 0 of each, the
 strategy's heuristic choice, so the default config is the untuned schedule), a
 ConfigEntity applies them. The GEMM form's knobs: 'layout' (per block of output channels
-inside the output's loop, or the whole GEMM before the crop with channel or pixel tiles in
-parallel: the L2 test's choice; for 1x1 convs, channel tiles outermost or blocks of that
-many pixel panels), 'reduce_order' and 'unroll_taps' (the register tile's reduction loops)
+inside the output's loop, or the whole GEMM before the crop with channel or pixel tiles or
+blocks of pixel tiles in parallel: the L2 test's choice, L2 being this host's; for 1x1
+convs, channel tiles outermost or blocks of that many pixel panels), 'reduce_order' and 'unroll_taps' (the register tile's reduction loops)
 and, for 1x1 convs, 'reduce_unroll' (channel steps unrolled per loop iteration). The
 register tile (mr, nr) is the compute's, and mr the layout of weights packed ahead, so it
 is no knob. The direct form has none. schedule_conv2d takes the best record under
@@ -28,6 +28,7 @@ from .workload import strategy_key
 
 STRATEGY = "conv2d"
 MAX_PANEL_BLOCK = 16     # the largest block of pixel panels the space offers (1x1 convs)
+MAX_TILE_BLOCK = 32     # the largest block of pixel tiles the space offers (rows form)
 REDUCE_UNROLLS = (1, 2, 4)
 
 
@@ -95,19 +96,50 @@ def conv2d_schedule(cfg, out: Tensor):
 
 def _define_rows(cfg, gemm: ComputeOp, pack: ComputeOp) -> None:
     """The rows form's knobs, the heuristic's choice first: per channel block where the
-    GEMM has no group axis and one image's packed input fits in L2, else the whole GEMM
-    with channel tiles in parallel where it fits, pixel tiles where not."""
-    fits = _channels_outer(pack)
+    GEMM has no group axis and one image's packed input fits in L2 or its weights are
+    too large to stream once per pixel tile (C.STREAMED_WEIGHT_BYTES), else the whole
+    GEMM with channel tiles in parallel where it fits, pixel tiles where not. 'tiles:<b>':
+    the whole GEMM in blocks of b pixel tiles (b a divisor of the tile count; the
+    heuristic's b is the largest whose input fits in half of L2), channel tiles inside."""
+    fits = _channels_outer(pack) or (len(gemm.axis) == 3 and
+                                     _weight_bytes(gemm) > C.STREAMED_WEIGHT_BYTES)
+    tiles = [f"tiles:{b}" for b in _tile_blocks(gemm, pack)]
     if len(gemm.axis) == 3:
-        layouts = ["blocks", "whole_channels", "whole_pixels"] if fits else \
-            ["whole_pixels", "blocks", "whole_channels"]
+        layouts = ["blocks", "whole_channels", "whole_pixels", *tiles] if fits else \
+            ["whole_pixels", *tiles, "blocks", "whole_channels"]
     else:
-        layouts = ["whole_channels", "whole_pixels"] if fits else \
-            ["whole_pixels", "whole_channels"]
+        layouts = ["whole_channels", "whole_pixels", *tiles] if fits else \
+            ["whole_pixels", *tiles, "whole_channels"]
     cfg.define_knob("layout", layouts)
     if _taps(gemm) > 1:
         cfg.define_knob("reduce_order", ["channels_taps", "taps_channels"])
         cfg.define_knob("unroll_taps", [True, False])
+
+
+def _weight_bytes(gemm: ComputeOp) -> int:
+    """Bytes of the weights the GEMM reads (output channels padded to the tile)."""
+    extents = [int(d.value) for d in gemm.output(0).shape[1:-1]]
+    return math.prod(extents) * _taps(gemm) * int(gemm.reduce_axis[0].dom.extent.value) * 4
+
+
+def _tile_blocks(gemm: ComputeOp, pack: ComputeOp) -> list:
+    """The sizes of the 'tiles:<b>' layouts: the divisors b of the pixel tile count,
+    1 < b < tiles (1 is 'whole_pixels'), up to MAX_TILE_BLOCK, the one the heuristic takes
+    first (the largest whose block reads at most half of L2 of packed input)."""
+    nr = gemm.attrs["tile"][1]
+    npix = int(gemm.output(0).shape[-1].value)
+    count = npix // nr
+    sizes = [b for b in range(2, min(count - 1, MAX_TILE_BLOCK) + 1) if count % b == 0]
+    if not sizes:
+        return []
+    # a block of b tiles reads b * nr columns of every channel (of its group) and phase,
+    # and the kernel's reach past them (at most the pack's columns past the GEMM's)
+    _, channels, pha, phb, columns = (int(d.value) for d in pack.output(0).shape)
+    groups = 1 if len(gemm.axis) == 3 else int(gemm.output(0).shape[1].value)
+    rows = channels // groups * pha * phb
+    fit = [b for b in sizes if rows * (b * nr + columns - npix) * 4 <= C.l2_bytes() // 2]
+    best = max(fit) if fit else sizes[0]
+    return [best] + [b for b in sizes if b != best]
 
 
 def _schedule_rows(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: ComputeOp):
@@ -126,6 +158,10 @@ def _schedule_rows(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: Comp
     layout = cfg["layout"].val
     if layout == "blocks":
         _gemm_in_blocks(s, out, found, gemm, lanes)
+    elif layout.startswith("tiles:"):
+        _gemm_tile_blocks(s, Yf, (mr, nr), int(layout.split(":")[1]))
+        C.epilogue(s, out, found, gemm)
+        C.out_loops(s, out, lanes)
     else:
         _gemm_whole(s, Yf, (mr, nr), layout == "whole_channels")
         C.epilogue(s, out, found, gemm)
@@ -158,6 +194,22 @@ def _gemm_whole(s, Yf: Tensor, tile, channels_outer: bool) -> None:
     outer, inner = (fo, po) if channels_outer else (po, fo)
     s[Yf].reorder(*axes[:-2], outer, inner, fi, pi)
     s[Yf].parallel(s[Yf].fuse(*axes[:-2], outer))
+    s[Yf].unroll(fi)
+    s[Yf].vectorize(pi)
+
+
+def _gemm_tile_blocks(s, Yf: Tensor, tile, block: int) -> None:
+    """The whole GEMM before the crop in blocks of `block` pixel tiles (with batch and
+    group) in parallel, channel tiles inside, the block's pixel tiles inside those: each
+    channel tile's weights are streamed once per block, not once per pixel tile, over
+    input columns that stay in L2 while the block lasts."""
+    mr, nr = tile
+    axes = list(s[Yf].op.axis)
+    fo, fi = s[Yf].split(axes[-2], factor=mr)
+    po, pi = s[Yf].split(axes[-1], factor=nr)
+    pbo, pbi = s[Yf].split(po, factor=block)
+    s[Yf].reorder(*axes[:-2], pbo, fo, pbi, fi, pi)
+    s[Yf].parallel(s[Yf].fuse(*axes[:-2], pbo))
     s[Yf].unroll(fi)
     s[Yf].vectorize(pi)
 
@@ -248,10 +300,10 @@ def _schedule_panels(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: Co
 
 
 def _channels_outer(pack: ComputeOp) -> bool:
-    """Whether one image's packed input fits in L2: then output-channel tiles go outermost
-    (in parallel) and each streams its weights once over all pixel tiles, which re-read the
-    packed input from L2; otherwise pixel tiles go outermost, and the weights are re-read
+    """Whether one image's packed input fits in this host's L2 (C.l2_bytes): then
+    output-channel tiles go outermost (in parallel) and each streams its weights once over
+    all pixel tiles, which re-read the packed input from L2; otherwise pixel tiles go outermost, and the weights are re-read
     per pixel block (small late layers have the largest weights: 7x7 images, 512-2048
     channels)."""
     shape = [int(d.value) for d in pack.output(0).shape[1:]]
-    return math.prod(shape) * 4 <= C.L2_BYTES
+    return math.prod(shape) * 4 <= C.l2_bytes()

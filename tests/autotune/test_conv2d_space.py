@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 import te
+from runtime import cache_sizes
+from te.autotune import conv2d as C
 from te.autotune.conv2d_space import conv2d_schedule
+from te.autotune.space import ConfigEntity
 from te.errors import ArgumentError
 
 FAST = te.autotune.MeasureOptions(number=1, repeat=1, min_repeat_ms=0)
@@ -81,7 +84,9 @@ def test_large_images_default_to_pixel_tiles_and_the_heuristics_panel_block():
     blocks of panels (1x1: the largest divisor of the panel count up to 7 leaving 4 blocks)
     outermost, and that is option 0; the other layouts follow."""
     rows = te.autotune.conv2d_space(conv_bias_relu(1, 70, 59, 60, 5, 3, 1, 1)[3])
-    assert rows.knobs["layout"].options == ("whole_pixels", "blocks", "whole_channels")
+    layouts = rows.knobs["layout"].options
+    assert layouts[0] == "whole_pixels" and layouts[-2:] == ("blocks", "whole_channels")
+    assert all(lay.startswith("tiles:") for lay in layouts[1:-2])
     X, W, B, out = conv_bias_relu(1, 72, 61, 61, 9, 1, 1, 0)
     space = te.autotune.conv2d_space(out)
     layouts = space.knobs["layout"].options
@@ -111,6 +116,75 @@ def test_every_config_of_a_small_conv_matches_numpy(case):
                                    err_msg=str(space.get(index)))
         lowered.add(str(te.lower(conv2d_schedule(space.get(index), out), [X, W, B, out])))
     assert len(lowered) == space.size     # each config is a schedule of its own
+
+
+# several pixel tiles, so blocks of them ('tiles:<b>') at nr 24, 32 and 48 alike
+TILED = [
+    (1, 5, 30, 17, 9, 3, 1, 1, 1),     # 570 pixels: 24, 18 or 12 tiles
+    (1, 6, 45, 33, 7, 3, 2, 1, 1),     # stride 2, 414 pixels: 18 or 9 tiles
+    (1, 8, 24, 18, 8, 3, 1, 1, 2),     # grouped, 480 pixels: 20, 15 or 10 tiles
+]
+
+
+@pytest.mark.parametrize("case", TILED, ids=["rows", "stride2", "grouped"])
+def test_every_layout_of_a_conv_of_several_pixel_tiles_matches_numpy(case):
+    n, c, h, w, oc, k, stride, pad, groups = case
+    X, W, B, out = conv_bias_relu(*case)
+    rng = np.random.default_rng(5)
+    x, wt, b = _rand(rng, n, c, h, w), _rand(rng, oc, c // groups, k, k), _rand(rng, oc)
+    want = np.maximum(conv_ref(x, wt, stride, pad, groups) + b[None, :, None, None], 0)
+    space = te.autotune.conv2d_space(out)
+    layouts = space.knobs["layout"].options
+    assert any(lay.startswith("tiles:") for lay in layouts)
+    for layout in layouts:
+        cfg = ConfigEntity(space, dict(space.default().values, layout=layout))
+        fn = te.build(conv2d_schedule(cfg, out), [X, W, B, out])
+        got = np.full(want.shape, np.nan, np.float32)
+        fn(x, wt, b, got)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(),
+                                   err_msg=layout)
+
+
+def _tile_block_heuristic(out, l2):
+    """The 'tiles:<b>' sizes the space should offer under an L2 of `l2` bytes, its choice
+    first: divisors of the tile count, the largest whose input columns fit in l2 / 2."""
+    found = C.producer_ops(out)
+    gemm, pack = C.by_tag(found, ("conv2d_gemm",)), C.by_tag(found, ("conv2d_gemm_pack",))
+    nr, npix = gemm.attrs["tile"][1], int(gemm.output(0).shape[-1].value)
+    _, chans, pha, phb, cols = (int(d.value) for d in pack.output(0).shape)
+    count = npix // nr
+    sizes = [b for b in range(2, min(count - 1, 32) + 1) if count % b == 0]
+    fit = [b for b in sizes if chans * pha * phb * (b * nr + cols - npix) * 4 <= l2 // 2]
+    best = max(fit) if fit else sizes[0]
+    return [f"tiles:{best}"] + [f"tiles:{b}" for b in sizes if b != best]
+
+
+@pytest.mark.parametrize("l2", [1 << 20, 64 << 10, 8 << 10, 1 << 10])
+def test_the_layouts_follow_the_hosts_l2(monkeypatch, l2):
+    """Per channel block where one image's packed input fits in L2, else whole with pixel
+    tiles outermost; then blocks of pixel tiles, the heuristic's size first."""
+    monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: l2)
+    X, W, B, out = conv_bias_relu(*TILED[0])
+    pack = C.by_tag(C.producer_ops(out), ("conv2d_gemm_pack",))
+    packed = np.prod([int(d.value) for d in pack.output(0).shape]) * 4
+    layouts = list(te.autotune.conv2d_space(out).knobs["layout"].options)
+    tiles = _tile_block_heuristic(out, l2)
+    if packed <= l2:
+        assert layouts == ["blocks", "whole_channels", "whole_pixels", *tiles]
+    else:
+        assert layouts == ["whole_pixels", *tiles, "blocks", "whole_channels"]
+
+
+def test_weights_too_large_to_stream_per_pixel_tile_stay_per_channel_block(monkeypatch):
+    """Where the packed input exceeds L2 the whole GEMM streams its weights once per pixel
+    tile; above C.STREAMED_WEIGHT_BYTES the heuristic keeps the per channel block layout
+    (groups 1), which streams them once."""
+    monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: 1 << 10)
+    big = conv_bias_relu(1, 256, 9, 9, 520, 3, 2, 1)[3]      # 256 * 520 * 9 * 4 bytes
+    small = conv_bias_relu(1, 256, 9, 9, 64, 3, 2, 1)[3]
+    assert 256 * 520 * 9 * 4 > C.STREAMED_WEIGHT_BYTES >= 256 * 64 * 9 * 4
+    assert te.autotune.conv2d_space(big).knobs["layout"].options[0] == "blocks"
+    assert te.autotune.conv2d_space(small).knobs["layout"].options[0] == "whole_pixels"
 
 
 @pytest.mark.parametrize("case", SMALL, ids=["rows", "panels", "grouped"])

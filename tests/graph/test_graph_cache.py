@@ -20,6 +20,7 @@ import graph
 import runtime
 import te
 from te import cache as te_cache
+from runtime import cache_sizes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -143,7 +144,7 @@ def test_a_fresh_process_loads_every_kernel(cache_dir):
         "hits": KERNELS_O1, "misses": 0, "stored": 0, "rejected": 0, "failed": 0}
 
 
-@pytest.mark.parametrize("change", ["shape", "target", "compiler"])
+@pytest.mark.parametrize("change", ["shape", "target", "compiler", "l2"])
 def test_what_decides_the_code_is_in_the_key(cache_dir, count_builds, monkeypatch, change):
     graph.compile(small_model()[0], level="O1")
     before = stats()
@@ -156,8 +157,12 @@ def test_what_decides_the_code_is_in_the_key(cache_dir, count_builds, monkeypatc
     else:  # a change of te's sources (or its version, or LLVM's)
         fields = dict(te_cache.compiler_fields(), sources="0" * 64)
         monkeypatch.setattr(te_cache, "compiler_fields", lambda: fields)
+    if change == "l2":   # another host's L2 size: schedules block loops by it
+        half = cache_sizes.l2_bytes() // 2
+        monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: half)
     m = graph.compile(g, level="O1", target=target)
-    hits = {"shape": 2, "target": 0, "compiler": 0}[change]   # gemm and softmax: same shapes
+    # "shape": the gemm and softmax keep their shapes
+    hits = {"shape": 2, "target": 0, "compiler": 0, "l2": 0}[change]
     assert delta(before)["hits"] == hits
     assert delta(before)["misses"] == KERNELS_O1 - hits
     np.testing.assert_allclose(m.run({"x": feed(size)})[0],
