@@ -6,8 +6,9 @@ strategy's heuristic choice, so the default config is the untuned schedule), a
 ConfigEntity applies them. The GEMM form's knobs: 'layout' (per block of output channels
 inside the output's loop, or the whole GEMM before the crop with channel or pixel tiles or
 blocks of pixel tiles in parallel: the L2 test's choice, L2 being this host's; for 1x1
-convs, channel tiles outermost or blocks of that many pixel panels), 'reduce_order' and 'unroll_taps' (the register tile's reduction loops)
-and, for 1x1 convs, 'reduce_unroll' (channel steps unrolled per loop iteration). The
+convs, channel tiles outermost or blocks of that many pixel panels), 'reduce_order' and
+'unroll_taps' (the register tile's reduction loops) and, for 1x1 convs, 'reduce_unroll'
+(channel steps unrolled per loop iteration). The
 register tile (mr, nr) is the compute's, and mr the layout of weights packed ahead, so it
 is no knob. The direct form has none. schedule_conv2d takes the best record under
 apply_history_best (key: workload.strategy_key(out, 'conv2d')), else the default.
@@ -302,8 +303,8 @@ def _schedule_panels(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: Co
 def _channels_outer(pack: ComputeOp) -> bool:
     """Whether one image's packed input fits in this host's L2 (C.l2_bytes): then
     output-channel tiles go outermost (in parallel) and each streams its weights once over
-    all pixel tiles, which re-read the packed input from L2; otherwise pixel tiles go outermost, and the weights are re-read
-    per pixel block (small late layers have the largest weights: 7x7 images, 512-2048
-    channels)."""
+    all pixel tiles, which re-read the packed input from L2; otherwise pixel tiles go
+    outermost, and the weights are re-read per pixel block (small late layers have the
+    largest weights: 7x7 images, 512-2048 channels)."""
     shape = [int(d.value) for d in pack.output(0).shape[1:]]
     return math.prod(shape) * 4 <= C.l2_bytes()
