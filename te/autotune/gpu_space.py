@@ -1,14 +1,16 @@
 """The automatic GPU space: a schedule for target 'cuda' from the compute alone.
 
 Takes the output tensor (constant shapes) and a config (ConfigSpace to collect knobs,
-ConfigEntity to apply them); gives (schedule, args). Two kinds of graph: a matmul-like
-output (2-D, one reduction axis, reading placeholders) gets TVM's GEMM recipe (block,
-virtual-thread, thread and inner tiles of both output axes; shared tiles of every input
-filled cooperatively by the block's threads at each k step; a local accumulator; unroll of
-the k step); an injective graph (its producers inlined) is fused, split into vectors and
-bound to blocks and threads. Option 0 of every knob is the default config, valid on any
-GPU (at most 1024 threads a block, a few KiB of shared memory). Imports te.compute,
-te.schedule, auto_space and workload.
+ConfigEntity to apply them); gives (schedule, args). Three kinds of graph: a float16 matmul
+accumulated in float32 with M, N, K multiples of 16 gets tensor cores (wmma_space.py: warps
+per block and 16x16 tiles per warp along M and N, a K chunk, A/B chunks staged in shared
+memory or not); another matmul-like output (2-D, one reduction axis, reading placeholders)
+gets TVM's GEMM recipe (block, virtual-thread, thread and inner tiles of both output axes;
+shared tiles of every input filled cooperatively by the block's threads at each k step; a
+local accumulator; unroll of the k step); an injective graph (its producers inlined) is
+fused, split into vectors and bound to blocks and threads. Option 0 of every knob is the
+default config, valid on any GPU (at most 1024 threads a block, a few KiB of shared
+memory). Imports te.compute, te.schedule, auto_space, wmma_space and workload.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from ..compute.api import thread_axis
 from ..compute.tensor import ComputeOp, PlaceholderOp
 from ..errors import ArgumentError
 from ..schedule.schedule import create_schedule, topo_order
+from .wmma_space import schedule_wmma, wmma_operands
 from .workload import output_ops
 
 STRATEGY = "gpu"
@@ -39,6 +42,8 @@ def gpu_strategy(cfg, outputs, args=None):
                             f"got {len(ops)} output operations")
     op = ops[0]
     args = list(args) if args is not None else default_args(outputs)
+    if wmma_operands(op) is not None:
+        return schedule_wmma(cfg, op), args
     if is_matmul_like(op):
         return schedule_matmul(cfg, op), args
     return schedule_injective(cfg, op), args

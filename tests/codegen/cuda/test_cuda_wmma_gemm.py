@@ -1,7 +1,8 @@
 """A tensor-core GEMM in TVM's shared-memory style: K split into chunks outside the 16x16
 tiles, te.wmma_matmul_intrin(chunk)'s reset zeroing each warp's C tiles before the chunk
 loop and its update adding one chunk per iteration, the block's A and B chunks filled into
-shared memory by all its threads (barrier before the fill and before the use). Checked
+shared memory by all its threads (barrier before the fill and before the use); the
+schedule is the automatic GPU space's (te/autotune/wmma_space.py). Checked
 against numpy in the CUDA emulator and, where nvcc is on PATH, compiled for sm_80 and
 sm_90 with ptxas reporting no spills. Not yet run on a GPU.
 """
@@ -13,6 +14,7 @@ import pytest
 from helpers import rand_array, run_emulated
 
 import te
+from te.autotune.wmma_space import wmma_schedule
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None,
                                 reason="nvcc (CUDA toolkit) is not on PATH")
@@ -42,33 +44,13 @@ def _check(mod, M, N, K, seed):
 
 
 def wmma_gemm(M, N, K, block, warps, chunk):
-    """C = A @ B (float16 in, float32 out): a block computes block[0] x block[1] tiles of
-    16x16, its warps (threadIdx.z, threadIdx.y) a share of them each; per K chunk the block
-    fills A's and B's chunk into shared memory (threadIdx.x the warp's lanes)."""
+    """C = A @ B (float16 in, float32 out) by the GPU space's tensor-core schedule
+    (te/autotune/wmma_space.py): a block computes block[0] x block[1] tiles of 16x16, its
+    warps (threadIdx.z, threadIdx.y) a share of them each; per K chunk the block fills A's
+    and B's chunk into shared memory (threadIdx.x the warp's lanes)."""
     A, B, C = _matmul(M, N, K)
-    s = te.create_schedule(C.op)
-    AS, BS = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
-    i, j = C.op.axis
-    io, ii = s[C].split(i, 16)
-    jo, ji = s[C].split(j, 16)
-    ko, ki = s[C].split(C.op.reduce_axis[0], chunk)
-    ib, iw = s[C].split(io, block[0])
-    jb, jw = s[C].split(jo, block[1])
-    wz, it = s[C].split(iw, nparts=warps[0])
-    wy, jt = s[C].split(jw, nparts=warps[1])
-    s[C].reorder(ib, jb, wz, wy, ko, it, jt, ii, ji, ki)
-    for axis, tag in ((ib, "blockIdx.y"), (jb, "blockIdx.x"), (wz, "threadIdx.z"),
-                      (wy, "threadIdx.y")):
-        s[C].bind(axis, te.thread_axis(tag))
-    s[C].tensorize(ii, te.wmma_matmul_intrin(chunk))
-    for T in (AS, BS):   # cooperative fill: the chunk fused, spread over all the threads
-        s[T].compute_at(s[C], ko)
-        rest, tx = s[T].split(s[T].fuse(*s[T].op.axis), 32)
-        rest, ty = s[T].split(rest, warps[1])
-        _, tz = s[T].split(rest, warps[0])
-        for axis, tag in ((tx, "threadIdx.x"), (ty, "threadIdx.y"), (tz, "threadIdx.z")):
-            s[T].bind(axis, te.thread_axis(tag))
-    return s, [A, B, C]
+    tiles = (block[0] // warps[0], block[1] // warps[1])
+    return wmma_schedule(C.op, warps, tiles, chunk, shared=True), [A, B, C]
 
 
 @pytest.mark.parametrize("M, N, K, block, warps, chunk", CASES)
