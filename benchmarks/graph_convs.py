@@ -88,7 +88,8 @@ def build(xs, ws, attr):
     form reads them packed."""
     X = te.placeholder(xs, name="X")
     W = te.placeholder(ws, name="W")
-    mr = te.autotune.conv2d_weight_tile(xs, ws, attr["groups"])
+    mr = te.autotune.conv2d_weight_tile(xs, ws, attr["groups"], "float32", attr["strides"],
+                                        attr["padding"], attr["dilation"])
     pack = packed = shape = None
     if mr is not None:
         P = ops.conv2d_pack_weight(W, attr["groups"], mr)

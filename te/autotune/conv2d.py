@@ -4,12 +4,14 @@ conv2d_compute picks conv2d_nchw_gemm (a GEMM over padded, phase-split rows with
 register-tiled micro-kernel) where the per-group channel counts fill a register tile, else
 conv2d_nchw_phased (direct, over a phase-split padded input: depthwise and narrow grouped
 convs; conv2d_nchw where shapes are symbolic). The register tile is chosen per shape
-(conv2d_tile). The schedule (conv2d_space.schedule_conv2d) takes the kernel's output
-tensor: the conv's own output, or one elementwise stage over it (a fused epilogue: bias,
-relu, residual add) that is then computed in the conv's final (cropping) loop; the GEMM
-form's choices are knobs there, the direct form's schedule (schedule_direct) and the
-helpers both share are here. Stages are found by tag. Imports te.compute, te.schedule,
-te.errors, micro_kernel.vector_lanes and runtime.cache_sizes.
+(conv2d_tile, from the GEMM's pixel and channel counts; conv2d_gemm_tile gives it for a
+conv's shapes and geometry, conv2d_weight_tile its mr, the packed weights' layout). The
+schedule (conv2d_space.schedule_conv2d) takes the kernel's output tensor: the conv's own
+output, or one elementwise stage over it (a fused epilogue: bias, relu, residual add) that
+is then computed in the conv's final (cropping) loop; the GEMM form's choices are knobs
+there, the direct form's schedule (schedule_direct) and the helpers both share are here.
+Stages are found by tag. Imports te.compute, te.schedule, te.errors,
+micro_kernel.vector_lanes and runtime.cache_sizes.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from runtime import cache_sizes
 from ..compute import ops
 from ..compute.ops.conv2d_gemm import PACK_TAG, gemm_pixels
 from ..compute.ops.nn import conv2d_geometry
+from ..compute.api import placeholder
 from ..compute.tensor import ComputeOp, Tensor
 from ..errors import ArgumentError
 from ..schedule.schedule import create_schedule
@@ -30,6 +33,8 @@ MIN_GEMM_CHANNELS = 4    # output channels per group: below that the tile is mos
 STREAMED_WEIGHT_BYTES = 4 << 20
 PANEL_BLOCK = 7          # pixel panels packed and computed together (1x1 convs)
 WIDE_TILE_COST = 0.94    # time per padded pixel of a 3-vector tile, relative to 2 vectors
+# AVX2: time per padded element of a 6x16 tile relative to 4x24, (rows form, 1x1 panels)
+NARROW_TILE_COST = (1.05, 0.92)
 MIN_GEMM_REDUCTION = 8   # input channels per group x kernel taps (depthwise 3x3: 9)
 
 
@@ -39,40 +44,72 @@ def l2_bytes() -> int:
     return cache_sizes.l2_bytes()
 
 
-def conv2d_tile(dtype: str = "float32", pixels: int | None = None) -> tuple:
-    """(mr, nr): output channels x pixels of the register tile. On AVX-512 8 channels by
-    2 or 3 vectors (16 or 24 accumulators of the 32 registers, with the pixel vectors and
-    a broadcast): 3 vectors load fewer operands per FMA, and are taken where the GEMM's
-    `pixels` (gemm_pixels) rounded up to whole tiles leave little more padding than with
-    2 (not for 7x7 or 14x14 images). AVX2: 4 channels by 3 vectors (12 of 16 registers)."""
+def conv2d_tile(dtype: str = "float32", pixels: int | None = None,
+                channels: int | None = None, pointwise: bool = False) -> tuple:
+    """(mr, nr): output channels x pixels of the register tile, the candidate of
+    tile_candidates(dtype, pointwise) with the least estimated time: the GEMM's `pixels`
+    (gemm_pixels) and output `channels` per group (where given) each rounded up to whole
+    tiles, times the tile's cost factor (time per padded element relative to the first
+    candidate); ties and `pixels` None take the first-listed default. On AVX-512 8
+    channels by 2 or 3 vectors (16 or 24 accumulators of the 32 registers): 3 vectors
+    load fewer operands per FMA, and are taken where they leave little more padding than
+    2 (not for 7x7 or 14x14 images). On AVX2 (16 registers, 12 accumulators) 4 channels by
+    3 vectors or 6 by 2: `pointwise` (the 1x1 panels form, whose 2-vector panels are one
+    cache line) takes 6x16 wherever its padded channels allow, the rows form 6x16 only
+    where 24-pixel tiles pad more (14x14 and 7x7 images)."""
+    candidates = tile_candidates(dtype, pointwise)
+    if pixels is None:
+        return candidates[0][:2]
+
+    def cost(cand):
+        mr, nr, factor = cand
+        return _ceil_to(pixels, nr) * (_ceil_to(channels, mr) if channels else mr) * factor
+    return min(candidates, key=cost)[:2]
+
+
+def tile_candidates(dtype: str = "float32", pointwise: bool = False) -> list:
+    """[(mr, nr, cost factor)] conv2d_tile chooses from, the default first (see there);
+    the factors are measured (benchmarks/CONV_SHAPES.md)."""
     lanes = vector_lanes(dtype)
-    if lanes < 16:
-        return 4, 3 * lanes
-    if pixels is not None and _ceil_to(pixels, 3 * lanes) * WIDE_TILE_COST <= \
-            _ceil_to(pixels, 2 * lanes):
-        return 8, 3 * lanes
-    return 8, 2 * lanes
+    if lanes >= 16:
+        return [(8, 2 * lanes, 1.0), (8, 3 * lanes, WIDE_TILE_COST)]
+    factor = NARROW_TILE_COST[1 if pointwise else 0]
+    return [(4, 3 * lanes, 1.0), (6, 2 * lanes, factor)]
 
 
 def _ceil_to(x: int, m: int) -> int:
     return -(-x // m) * m
 
 
-def conv2d_weight_tile(data_shape, kernel_shape, groups: int = 1,
-                       dtype: str = "float32") -> int | None:
-    """mr (output channels of the register tile) where conv2d_compute picks the GEMM form
-    for these constant shapes, which then reads a weight pre-packed by
-    te.compute.ops.conv2d_pack_weight(kernel, groups, mr) as well; None where it picks a
-    direct form (or the shapes are not constant ints)."""
+def conv2d_gemm_tile(data_shape, kernel_shape, strides=1, padding=0, dilation=1, groups: int = 1,
+              dtype: str = "float32") -> tuple | None:
+    """(mr, nr) of the register tile where conv2d_compute picks the GEMM form for these
+    constant shapes and conv geometry (conv2d_nchw's arguments), else None (a direct
+    form, or shapes that are not constant ints)."""
     dims = (*data_shape, *kernel_shape)
     if len(dims) != 8 or any(isinstance(d, bool) or not isinstance(d, int) for d in dims):
         return None
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         return None
     oc, icg, kh, kw = kernel_shape
-    if oc // groups >= MIN_GEMM_CHANNELS and icg * kh * kw >= MIN_GEMM_REDUCTION:
-        return conv2d_tile(dtype)[0]
-    return None
+    if oc // groups < MIN_GEMM_CHANNELS or icg * kh * kw < MIN_GEMM_REDUCTION:
+        return None
+    stride, dil, _, khw, out_hw = conv2d_geometry(
+        placeholder(tuple(data_shape), dtype), placeholder(tuple(kernel_shape), dtype),
+        strides, padding, dilation, groups, "conv2d_nchw")
+    pixels = gemm_pixels(out_hw, khw, stride, dil, groups)
+    return conv2d_tile(dtype, pixels, oc // groups, kh == kw == 1 and groups == 1)
+
+
+def conv2d_weight_tile(data_shape, kernel_shape, groups: int = 1, dtype: str = "float32",
+                       strides=1, padding=0, dilation=1) -> int | None:
+    """mr (output channels of the register tile) where conv2d_compute picks the GEMM form
+    for these constant shapes and conv geometry, which then reads a weight pre-packed by
+    te.compute.ops.conv2d_pack_weight(kernel, groups, mr) as well; None where it picks a
+    direct form (or the shapes are not constant ints). mr depends on the output's pixel
+    count (conv2d_tile), so the geometry must be the conv's own."""
+    tile = conv2d_gemm_tile(data_shape, kernel_shape, strides, padding, dilation, groups, dtype)
+    return None if tile is None else tile[0]
 
 
 def conv2d_compute(data: Tensor, kernel: Tensor, strides=1, padding=0, dilation=1,
@@ -85,13 +122,11 @@ def conv2d_compute(data: Tensor, kernel: Tensor, strides=1, padding=0, dilation=
     stride, dil, _, khw, out_hw = conv2d_geometry(data, kernel, strides, padding, dilation,
                                                   groups, "conv2d_nchw")
     static = all(hasattr(d, "value") for d in (*data.shape, *kernel.shape))
-    mr = conv2d_weight_tile(*([int(d.value) for d in t.shape] for t in (data, kernel)),
-                            groups, data.dtype) if static else None
-    if mr is not None:
-        pixels = gemm_pixels(out_hw, khw, stride, dil, groups)
+    tile = conv2d_gemm_tile(*([int(d.value) for d in t.shape] for t in (data, kernel)), strides,
+                     padding, dilation, groups, data.dtype) if static else None
+    if tile is not None:
         return ops.conv2d_nchw_gemm(data, kernel, strides, padding, dilation, groups,
-                                    tile=conv2d_tile(data.dtype, pixels), name=name,
-                                    packed=packed)
+                                    tile=tile, name=name, packed=packed)
     if packed is not None:
         raise ArgumentError(f"te.autotune.conv2d_compute: packed weights are only read by "
                             f"the GEMM form (conv2d_weight_tile not None), and this conv "

@@ -10,6 +10,7 @@ import pytest
 
 import te
 from te.compute import ops
+from te.autotune.micro_kernel import vector_lanes
 from te.errors import ArgumentError, ShapeError
 
 
@@ -121,16 +122,20 @@ def test_epilogue_is_computed_in_the_conv_output_loop():
     text = str(te.lower(te.autotune.schedule_conv2d(out), [X, W, B, out]))
     assert re.findall(r"allocate (\S+)\[", text) == ["conv2d_pack", "conv2d_gemm",
                                                       "conv2d_gemm.local", "conv2d_gemm.local"]
-    assert re.search(r"parallel for \(n\.f\.outer\.fused, 0, 2\) \{\s*allocate conv2d_gemm\[",
-                     text), text
-    assert len(re.findall(r"epilogue\[", text)) == 1     # one store: the crop loop's
+    mr, _ = te.autotune.conv2d_gemm_tile((1, 8, 9, 9), (16, 8, 3, 3), 1, 1)
+    blocks = -(-16 // mr)
+    assert re.search(rf"parallel for \(n\.f\.outer\.fused, 0, {blocks}\) \{{\s*allocate "
+                     rf"conv2d_gemm\[", text), text
+    # one store, the crop loop's (and its scalar tail where 9 columns exceed a vector)
+    lanes = vector_lanes("float32")
+    assert len(re.findall(r"epilogue\[", text)) == (1 if lanes >= 9 else 2)
 
 
 def test_pointwise_tiles_are_written_through_the_epilogue():
     """A 1x1 conv's mr x nr tiles are accumulated in a tile-sized buffer inside the
     output's loops and stored once, through the epilogue, as whole vectors (the fused
-    pixel index simplifies back to the flat one: no scatter); 56 pixels are one whole
-    tile and a 24-pixel tail."""
+    pixel index simplifies back to the flat one: no scatter); 56 pixels are whole tiles
+    and a partial one (the tile chosen for the shape: 6x16 on AVX2, 8x48 on AVX-512)."""
     X = te.placeholder((1, 16, 7, 8), name="X")
     W = te.placeholder((16, 16, 1, 1), name="W")
     B = te.placeholder((16,), name="B")
@@ -138,11 +143,12 @@ def test_pointwise_tiles_are_written_through_the_epilogue():
     out = te.compute(conv.shape, lambda n, f, y, i: te.max(conv[n, f, y, i] + B[f], 0.0),
                      name="epilogue")
     text = str(te.lower(te.autotune.schedule_conv2d(out), [X, W, B, out]))
-    mr, nr = te.autotune.conv2d_tile()
+    mr, nr = te.autotune.conv2d_gemm_tile((1, 16, 7, 8), (16, 16, 1, 1))
     assert set(re.findall(r"allocate (\S+)\[float32 \* (\d+)\]", text)) == {
         ("conv2d_pack", str(16 * nr * (-(-56 // nr)))), ("conv2d_gemm", str(mr * nr))}
     stores = re.findall(r"epilogue\[([^\]]*)\] =", text)
-    assert sum(st.startswith("ramp(") for st in stores) == mr, stores  # the whole tile
+    # the whole tile, and the last channel tile's rows where mr does not divide 16
+    assert sum(st.startswith("ramp(") for st in stores) == mr + 16 % mr, stores
     assert not any("floor" in st for st in stores), stores  # the tail: contiguous too
 
 
@@ -190,6 +196,10 @@ TILE_CASES = [
     (2, 16, 14, 14, 24, 3, 1, 1),     # 14 x 16 pixel rows: 2-vector tiles
     (1, 9, 30, 31, 12, 3, 2, 1),      # stride 2
     (1, 10, 28, 28, 17, 1, 1, 0),     # 1x1, 784 pixels: 3-vector panels
+    (1, 10, 7, 7, 11, 3, 1, 1),       # 7 x 9 pixel rows: AVX2 6x16, 11 of 12 channels
+    (2, 10, 7, 7, 11, 1, 1, 0),       # 1x1, 49 pixels: AVX2 6x16
+    (1, 9, 13, 13, 11, 1, 2, 0),      # 1x1 stride 2: AVX2 6x16
+    (1, 8, 14, 14, 11, 3, 2, 1),      # 3x3 stride 2, 7 x 8 pixel rows: AVX2 6x16
 ]
 
 
@@ -206,6 +216,10 @@ def test_tiles_of_both_vector_widths_match_numpy(case, lanes, monkeypatch):
     w = rng.standard_normal((oc, c, k, k)).astype(np.float32)
     conv, fn, (res,) = _build(x, w, stride, pad, 1, 1, "residual")
     assert conv.op.tag == "conv2d_gemm_crop"
+    tile = conv.op.input_tensors[0].op.attrs["tile"]
+    assert tile == te.autotune.conv2d_gemm_tile(x.shape, w.shape, stride, pad)
+    if lanes == 8 and h <= 14:
+        assert tile == (6, 16)
     args = [x, w, rng.standard_normal(tuple(int(d.value) for d in conv.shape)).astype(
         np.float32)]
     want = conv_ref(x, w, (stride, stride), _as4(pad), (1, 1), 1) + args[2]
@@ -216,12 +230,32 @@ def test_tiles_of_both_vector_widths_match_numpy(case, lanes, monkeypatch):
 
 def test_tile_width_follows_the_pixel_count(monkeypatch):
     """AVX-512: 3 vectors (48 pixels) where rounding up to them pads little more than to 2
-    (ResNet's 56x56 and 28x28 layers), 2 vectors for 14x14 and 7x7 images; AVX2 keeps 4x24."""
+    (ResNet's 56x56 and 28x28 layers), 2 vectors for 14x14 and 7x7 images."""
     mod = importlib.import_module("te.autotune.conv2d")
     monkeypatch.setattr(mod, "vector_lanes", lambda dtype="float32": 16)
     tile = te.autotune.conv2d_tile
     assert [tile("float32", p) for p in (56 * 58, 28 * 30, 56 * 56, 28 * 28)] == [(8, 48)] * 4
     assert [tile("float32", p) for p in (14 * 16, 7 * 9, 14 * 14, 7 * 7)] == [(8, 32)] * 4
+    assert [tile("float32", p, 64, True) for p in (56 * 56, 7 * 7)] == [(8, 48), (8, 32)]
     assert tile("float32") == (8, 32)
-    monkeypatch.setattr(mod, "vector_lanes", lambda dtype="float32": 8)
-    assert tile("float32", 56 * 58) == tile("float32") == (4, 24)
+
+
+def test_avx2_tile_follows_pixels_channels_and_form(monkeypatch):
+    """AVX2: 4x24 for the rows form where 24-pixel tiles pad about as little as 16-pixel
+    ones (56x56, 28x28 and the stem), 6x16 where they pad more (14x14 and 7x7 images);
+    the 1x1 panels form 6x16 unless rounding the channels up to 6 costs more than 4."""
+    monkeypatch.setattr(importlib.import_module("te.autotune.conv2d"), "vector_lanes",
+                        lambda dtype="float32": 8)
+    tile = te.autotune.conv2d_tile
+    assert [tile("float32", p, 64) for p in (56 * 58, 28 * 30, 112 * 115)] == [(4, 24)] * 3
+    assert [tile("float32", p, 256) for p in (14 * 16, 7 * 9, 7 * 8)] == [(6, 16)] * 3
+    assert [tile("float32", p, 64, True) for p in (56 * 56, 28 * 28, 7 * 7)] == [(6, 16)] * 3
+    assert tile("float32", 48, 4, True) == (4, 24)   # 4 channels: 6 would be half padding
+    assert tile("float32") == tile("float32", 7 * 9) == (4, 24)
+    gemm_tile = te.autotune.conv2d_gemm_tile    # the geometry decides the pixel count
+    assert gemm_tile((1, 8, 14, 14), (12, 8, 3, 3), padding=0) == (4, 24)   # 12 x 14
+    assert gemm_tile((1, 8, 14, 14), (12, 8, 3, 3), padding=1) == (6, 16)   # 14 x 16
+    assert gemm_tile((1, 8, 14, 14), (12, 8, 3, 3), 2, 1) == (6, 16)        # 7 x 8
+    assert gemm_tile((1, 8, 14, 14), (12, 4, 3, 3), groups=2) == (6, 16)   # 6 per group
+    assert gemm_tile((1, 8, 14, 14), (8, 4, 3, 3), 1, 1, groups=2) == (4, 24)  # 4 per group
+    assert gemm_tile((1, 6, 14, 14), (6, 1, 3, 3), groups=6) is None        # depthwise

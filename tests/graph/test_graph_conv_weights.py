@@ -2,6 +2,8 @@
 constant weight reads it pre-packed, folded once at compile time; the same results at O0
 and O1 on random data (odd channel counts, groups, a batch norm folded in first); convs of
 a direct form or a run-time weight stay conv2d."""
+import importlib
+
 import numpy as np
 import pytest
 
@@ -52,9 +54,26 @@ def test_a_constant_weight_is_packed_once_at_compile_time():
     folded = optimize(g)
     assert _ops(folded) == ["conv2d_packed", "relu"]
     w = folded.nodes[0].inputs[1]
-    mr = te.autotune.conv2d_tile()[0]
+    mr = te.autotune.conv2d_weight_tile((1, 6, 9, 11), (13, 6, 3, 3), 1, "float32", 1, 1)
     assert w.is_constant and w.shape == (1, -(-13 // mr), 6, 3, 3, mr)
     _both_levels(g)
+
+
+def test_the_packed_layout_follows_each_convs_geometry(monkeypatch):
+    """AVX2 (forced): the same weight shape packs for 6x16 tiles at a 7x7 output and 4x24
+    at a 28x28 one (conv2d_weight_tile of the conv's own strides and padding), and both
+    graphs still match O0."""
+    monkeypatch.setattr(importlib.import_module("te.autotune.conv2d"), "vector_lanes",
+                        lambda dtype="float32": 8)
+    for hw, strides, mr in ((7, 1, 6), (14, 2, 6), (28, 1, 4)):
+        x = graph.input("x", (1, 5, hw, hw))
+        y = graph.nn.conv2d(x, graph.constant(_rand(11, 5, 3, 3), name="w"), strides=strides,
+                            padding=1, name="y")
+        g = graph.Graph([graph.relu(y, name="r")])
+        folded = optimize(g)
+        assert _ops(folded) == ["conv2d_packed", "relu"]
+        assert folded.nodes[0].inputs[1].shape == (1, -(-11 // mr), 5, 3, 3, mr)
+        _both_levels(g)
 
 
 def test_a_big_packed_weight_folds_past_the_growth_limit():

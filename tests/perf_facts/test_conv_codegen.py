@@ -1,7 +1,7 @@
 """The benchmark conv2d (benchmarks/kernels.py: the library's conv2d strategy) against numpy
 on odd sizes, and deterministic facts of its code (vector FMAs in both GEMM forms, no
-scalar libm fallback), never timings. Holds on AVX2 (4x24 tiles, ymm) and AVX-512 (8x32
-tiles, zmm) hosts alike."""
+scalar libm fallback), never timings. Holds on AVX2 (4x24 or 6x16 tiles per shape, ymm) and
+AVX-512 (8x32 or 8x48 tiles, zmm) hosts alike."""
 import os
 import re
 import sys
@@ -50,9 +50,12 @@ def test_conv2d_matches_numpy(cin, cout, h, w, r, pad):
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("r,pad", [(1, 0), (3, 1)])
-def test_micro_kernels_use_vector_fma(r, pad):
-    mod, _, _ = _run(8, 2 * MR, 6, 10, r, pad, 0)
+# (cout, h, w, r, pad): the default tile's shapes, and 7x7 images (AVX2: 6x16 tiles)
+@pytest.mark.parametrize("cout,h,w,r,pad", [(2 * MR, 6, 10, 1, 0), (2 * MR, 6, 10, 3, 1),
+                                            (12, 7, 7, 1, 0), (12, 7, 7, 3, 1)])
+def test_micro_kernels_use_vector_fma(cout, h, w, r, pad):
+    mod, _, _ = _run(8, cout, h, w, r, pad, 0)
+    mr, _ = te.autotune.conv2d_gemm_tile((1, 8, h, w), (cout, 8, r, r), 1, pad)
     asm = mod.get_source("asm")
-    assert len(FMA.findall(asm)) >= MR
+    assert len(FMA.findall(asm)) >= mr   # one FMA per tile row at least, all vector
     assert "fmaf" not in asm   # no scalar libm fallback
