@@ -33,8 +33,11 @@ MIN_GEMM_CHANNELS = 4    # output channels per group: below that the tile is mos
 STREAMED_WEIGHT_BYTES = 4 << 20
 PANEL_BLOCK = 7          # pixel panels packed and computed together (1x1 convs)
 WIDE_TILE_COST = 0.94    # time per padded pixel of a 3-vector tile, relative to 2 vectors
-# AVX2: time per padded element of a 6x16 tile relative to 4x24, (rows form, 1x1 panels)
-NARROW_TILE_COST = (1.05, 0.92)
+# AVX2: time per padded element of a 6x16 tile relative to 4x24: the rows form, the 1x1
+# panels form below LARGE_PANELS pixels, and from there on (fewer passes over the packed
+# input: one per 6 output channels instead of 4)
+NARROW_TILE_COST = (1.05, 1.02, 0.92)
+LARGE_PANELS = 768
 MIN_GEMM_REDUCTION = 8   # input channels per group x kernel taps (depthwise 3x3: 9)
 
 
@@ -55,9 +58,9 @@ def conv2d_tile(dtype: str = "float32", pixels: int | None = None,
     load fewer operands per FMA, and are taken where they leave little more padding than
     2 (not for 7x7 or 14x14 images). On AVX2 (16 registers, 12 accumulators) 4 channels by
     3 vectors or 6 by 2: `pointwise` (the 1x1 panels form, whose 2-vector panels are one
-    cache line) takes 6x16 wherever its padded channels allow, the rows form 6x16 only
-    where 24-pixel tiles pad more (14x14 and 7x7 images)."""
-    candidates = tile_candidates(dtype, pointwise)
+    cache line) takes 6x16 for 28x28 images and up wherever its padded channels allow, both
+    forms below that 6x16 only where 24-pixel tiles pad more (14x14, 13x13, 7x7 images)."""
+    candidates = tile_candidates(dtype, pointwise, pixels)
     if pixels is None:
         return candidates[0][:2]
 
@@ -67,13 +70,15 @@ def conv2d_tile(dtype: str = "float32", pixels: int | None = None,
     return min(candidates, key=cost)[:2]
 
 
-def tile_candidates(dtype: str = "float32", pointwise: bool = False) -> list:
-    """[(mr, nr, cost factor)] conv2d_tile chooses from, the default first (see there);
-    the factors are measured (benchmarks/CONV_SHAPES.md)."""
+def tile_candidates(dtype: str = "float32", pointwise: bool = False,
+                    pixels: int | None = None) -> list:
+    """[(mr, nr, cost factor)] conv2d_tile chooses from for a GEMM of `pixels` columns,
+    the default first (see there); the factors are measured (benchmarks/CONV_SHAPES.md)."""
     lanes = vector_lanes(dtype)
     if lanes >= 16:
         return [(8, 2 * lanes, 1.0), (8, 3 * lanes, WIDE_TILE_COST)]
-    factor = NARROW_TILE_COST[1 if pointwise else 0]
+    factor = NARROW_TILE_COST[0 if not pointwise else
+                              2 if (pixels or 0) >= LARGE_PANELS else 1]
     return [(4, 3 * lanes, 1.0), (6, 2 * lanes, factor)]
 
 

@@ -243,7 +243,8 @@ def test_tile_width_follows_the_pixel_count(monkeypatch):
 def test_avx2_tile_follows_pixels_channels_and_form(monkeypatch):
     """AVX2: 4x24 for the rows form where 24-pixel tiles pad about as little as 16-pixel
     ones (56x56, 28x28 and the stem), 6x16 where they pad more (14x14 and 7x7 images);
-    the 1x1 panels form 6x16 unless rounding the channels up to 6 costs more than 4."""
+    the 1x1 panels form 6x16 from 28x28 images on unless rounding the channels up to 6
+    costs more than 4, below that where 24-pixel tiles pad more (not 6x6: 36 -> 48)."""
     monkeypatch.setattr(importlib.import_module("te.autotune.conv2d"), "vector_lanes",
                         lambda dtype="float32": 8)
     tile = te.autotune.conv2d_tile
@@ -251,6 +252,8 @@ def test_avx2_tile_follows_pixels_channels_and_form(monkeypatch):
     assert [tile("float32", p, 256) for p in (14 * 16, 7 * 9, 7 * 8)] == [(6, 16)] * 3
     assert [tile("float32", p, 64, True) for p in (56 * 56, 28 * 28, 7 * 7)] == [(6, 16)] * 3
     assert tile("float32", 48, 4, True) == (4, 24)   # 4 channels: 6 would be half padding
+    assert tile("float32", 784, 4, True) == (4, 24)
+    assert [tile("float32", p, 256, True) for p in (6 * 6, 27 * 27)] == [(4, 24)] * 2
     assert tile("float32") == tile("float32", 7 * 9) == (4, 24)
     gemm_tile = te.autotune.conv2d_gemm_tile    # the geometry decides the pixel count
     assert gemm_tile((1, 8, 14, 14), (12, 8, 3, 3), padding=0) == (4, 24)   # 12 x 14
