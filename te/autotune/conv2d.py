@@ -57,9 +57,9 @@ def conv2d_tile(dtype: str = "float32", pixels: int | None = None,
     channels by 2 or 3 vectors (16 or 24 accumulators of the 32 registers): 3 vectors
     load fewer operands per FMA, and are taken where they leave little more padding than
     2 (not for 7x7 or 14x14 images). On AVX2 (16 registers, 12 accumulators) 4 channels by
-    3 vectors or 6 by 2: `pointwise` (the 1x1 panels form, whose 2-vector panels are one
-    cache line) takes 6x16 for 28x28 images and up wherever its padded channels allow, both
-    forms below that 6x16 only where 24-pixel tiles pad more (14x14, 13x13, 7x7 images)."""
+    3 vectors or 6 by 2: `pointwise` (the 1x1 panels form) takes 6x16 for 28x28 images and
+    up wherever its padded channels allow, both forms below that 6x16 only where 24-pixel
+    tiles pad more (14x14, 13x13, 7x7 images)."""
     candidates = tile_candidates(dtype, pointwise, pixels)
     if pixels is None:
         return candidates[0][:2]
@@ -86,8 +86,8 @@ def _ceil_to(x: int, m: int) -> int:
     return -(-x // m) * m
 
 
-def conv2d_gemm_tile(data_shape, kernel_shape, strides=1, padding=0, dilation=1, groups: int = 1,
-              dtype: str = "float32") -> tuple | None:
+def conv2d_gemm_tile(data_shape, kernel_shape, strides=1, padding=0, dilation=1,
+                     groups: int = 1, dtype: str = "float32") -> tuple | None:
     """(mr, nr) of the register tile where conv2d_compute picks the GEMM form for these
     constant shapes and conv geometry (conv2d_nchw's arguments), else None (a direct
     form, or shapes that are not constant ints)."""
