@@ -19,7 +19,7 @@ from .schedule.stage import Stage
 from .build import build, lower
 from .lower.extern_api import call_packed, decl_buffer, decl_tensor_intrin, extern
 from .lower import ir_builder
-from .codegen.cuda.tensor_core import wmma_matmul_intrin
+from .codegen.cuda.tensor_core import wmma_matmul_intrin, wmma_store_intrin
 from .target import Target
 from .autotune.api import autotune  # noqa: E402  (a callable carrying the template API)
 from runtime import ndarray as nd  # noqa: E402

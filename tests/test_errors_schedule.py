@@ -180,7 +180,8 @@ def test_storage_align_errors(graph):
 def test_cache_errors(graph):
     s, A, B, C, R = graph
     with pytest.raises(te.ScheduleError, match=r"^cache_read: scope must be one of global, "
-                                               r"shared, local, warp, got 'foo'$"):
+                                               r"shared, local, warp, wmma\.accumulator, "
+                                               r"got 'foo'$"):
         s.cache_read(A, "foo", [B])
     with pytest.raises(te.ScheduleError, match=r"^cache_read: 'C' does not read 'A'$"):
         s.cache_read(A, "local", [C])

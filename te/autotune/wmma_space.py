@@ -2,13 +2,14 @@
 
 Takes C[[b,] i, j] = sum_k A[[b,] i, k].astype('float32') * B[[b,] k, j].astype('float32')
 (float16 placeholders, M, N, K multiples of 16) and a config; gives a te.wmma_matmul_intrin
-schedule: warps per block and 16x16 tiles per warp along M and N, K in chunks (C tiles in
-global memory), A/B chunks staged in shared memory or not. Imports te.compute, te.schedule
-and te.codegen.cuda.tensor_core.
+schedule: warps per block and 16x16 tiles per warp along M and N, K in chunks (a warp's C
+tiles accumulated in 'wmma.accumulator' fragments across them, each stored once; or, with
+fragments=False, loaded and stored in global memory per chunk), A/B chunks staged in
+shared memory or not. Imports te.compute, te.schedule and te.codegen.cuda.tensor_core.
 """
 from __future__ import annotations
 
-from ..codegen.cuda.tensor_core import TILE, wmma_matmul_intrin
+from ..codegen.cuda.tensor_core import ACC_SCOPE, TILE, wmma_matmul_intrin, wmma_store_intrin
 from ..compute import expr as E
 from ..compute.api import thread_axis
 from ..compute.tensor import PlaceholderOp
@@ -19,7 +20,7 @@ WARP = 32
 # (at most 16 warps, 512 threads, a block)
 PER_AXIS = 4
 # K per update and per shared fill, the default first. 16 only where 32 does not divide K:
-# each chunk loads and stores every C tile (global memory) and waits at two barriers, and
+# each chunk waits at two barriers (and without fragments loads and stores every C tile), and
 # 32 fits in shared memory wherever 16 does (at most 32 KiB a block); ptxas also spilled a
 # few registers for chunks of 16 where 32 did not (sm_80, the test shapes)
 CHUNKS = (32, 64)
@@ -86,32 +87,51 @@ def schedule_wmma(cfg, op):
     return wmma_schedule(op, (wi, wj), (ti, tj), cfg["chunk"].val, bool(cfg["shared"].val))
 
 
-def wmma_schedule(op, warps: tuple, tiles: tuple, chunk: int, shared: bool = True):
+def wmma_schedule(op, warps: tuple, tiles: tuple, chunk: int, shared: bool = True,
+                  fragments: bool = True):
     """A multi-warp tensor-core GEMM: a block computes warps[0]*tiles[0] x warps[1]*tiles[1]
     tiles of 16x16, its warps (threadIdx.z, threadIdx.y) tiles[0] x tiles[1] each, K in
     chunks of `chunk`; with `shared`, per chunk the block fills A's and B's chunk into
     shared memory, all its threads taking consecutive elements (threadIdx.x the lanes). A
-    batch axis goes to blockIdx.z."""
+    batch axis goes to blockIdx.z. With `fragments` (TVM's 'wmma.accumulator'), a warp's
+    C tiles are a cache_write in accumulator fragments, declared before the chunk loop,
+    each stored to C once after it; without, every chunk loads and stores each C tile."""
     C = op.output(0)
     A, B = wmma_operands(op)
     s = create_schedule([op])
     staged = [s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])] if shared else []
+    acc = s.cache_write(C, ACC_SCOPE) if fragments else C
     *batch, i, j = C.op.axis
     io, ii = s[C].split(i, TILE)
     jo, ji = s[C].split(j, TILE)
-    ko, ki = s[C].split(C.op.reduce_axis[0], chunk)
     ib, iw = s[C].split(io, warps[0] * tiles[0])
     jb, jw = s[C].split(jo, warps[1] * tiles[1])
     wz, it = s[C].split(iw, tiles[0])
     wy, jt = s[C].split(jw, tiles[1])
-    s[C].reorder(*batch, ib, jb, wz, wy, ko, it, jt, ii, ji, ki)
     binds = [(ib, "blockIdx.y"), (jb, "blockIdx.x"), (wz, "threadIdx.z"), (wy, "threadIdx.y")]
     binds += [(b, "blockIdx.z") for b in batch]
+    if fragments:
+        s[C].reorder(*batch, ib, jb, wz, wy, it, jt, ii, ji)
+        s[C].tensorize(ii, wmma_store_intrin())
+        # the fragments' indices constant: the tiles' loops unrolled, here and in the matmul
+        s[C].unroll(it)
+        s[C].unroll(jt)
+        s[acc].compute_at(s[C], wy)
+        *_, ai, aj = acc.op.axis
+        it, ii = s[acc].split(ai, TILE)
+        jt, ji = s[acc].split(aj, TILE)
+        ko, ki = s[acc].split(acc.op.reduce_axis[0], chunk)
+        s[acc].reorder(ko, it, jt, ii, ji, ki)
+        s[acc].unroll(it)
+        s[acc].unroll(jt)
+    else:
+        ko, ki = s[C].split(C.op.reduce_axis[0], chunk)
+        s[C].reorder(*batch, ib, jb, wz, wy, ko, it, jt, ii, ji, ki)
     for axis, tag in binds:
         s[C].bind(axis, thread_axis(tag))
-    s[C].tensorize(ii, wmma_matmul_intrin(chunk))
+    s[acc].tensorize(ii, wmma_matmul_intrin(chunk, accumulator=fragments))
     for T in staged:   # cooperative fill: the chunk fused, spread over all the threads
-        s[T].compute_at(s[C], ko)
+        s[T].compute_at(s[acc], ko)
         rest, tx = s[T].split(s[T].fuse(*s[T].op.axis), WARP)
         rest, ty = s[T].split(rest, warps[1])
         _, tz = s[T].split(rest, warps[0])

@@ -15,7 +15,7 @@ from ..errors import ScheduleError
 
 
 # Storage scopes of a stage's buffer (TVM's names): set_scope, cache_read and cache_write.
-SCOPES = ("global", "shared", "local", "warp")
+SCOPES = ("global", "shared", "local", "warp", "wmma.accumulator")
 
 
 @dataclass(frozen=True)

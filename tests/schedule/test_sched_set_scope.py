@@ -53,7 +53,8 @@ def test_the_step_replays_and_round_trips_json():
     assert str(te.lower(s2, [A2, C2])) == str(te.lower(s, [A, C]))
     with pytest.raises(ScheduleError, match=r"^schedule JSON: step 0 \(SetScope\): field "
                                             r"'scope' must be one of 'global', 'shared', "
-                                            r"'local', 'warp', got 'texture'$"):
+                                            r"'local', 'warp', 'wmma\.accumulator', got "
+                                            r"'texture'$"):
         te.create_schedule(C2.op).replay(text.replace('"local"', '"texture"'))
 
 
@@ -71,8 +72,8 @@ def test_refusals_name_the_parameter_and_what_came():
     A, B, C = _scaled_row_sums(3, 4)
     s = te.create_schedule(C.op)
     with pytest.raises(ScheduleError, match=r"^set_scope on stage 'B': scope must be one of "
-                                            r"'global', 'shared', 'local', 'warp', got "
-                                            r"'Shared'$"):
+                                            r"'global', 'shared', 'local', 'warp', "
+                                            r"'wmma\.accumulator', got 'Shared'$"):
         s[B].set_scope("Shared")
     with pytest.raises(ScheduleError, match=r"^set_scope on stage 'B': scope must be one of "
                                             r".*, got None$"):

@@ -6,7 +6,8 @@ argument buffer, temporary or size variable goes in each slot). A loop bound to 
 axis becomes `const int i = threadIdx.x;` (guarded by `if (threadIdx.x < extent)` where the
 loop is shorter than its axis's launch); a vectorized loop with contiguous, aligned accesses
 becomes vector loads and stores (vector_access.py), other vectorized and unrolled loops
-`#pragma unroll` loops; per-thread buffers become local arrays, shared ones `__shared__` arrays with
+`#pragma unroll` loops; per-thread buffers become local arrays, 'wmma.accumulator' ones arrays of
+wmma accumulator fragments (tensor_core.py), shared ones `__shared__` arrays with
 `__syncthreads()` before and after each run of fills (a fill that reads an earlier one of
 the run starts a new one). The source compiles with
 nvcc, and as plain C++ after the prelude runtime/cuda_emulator.py supplies. Imports te.lower
@@ -25,7 +26,9 @@ from ... import dtype as dt
 from ...compute import expr as E
 from ...errors import BuildError
 from ...lower import ir
+from ...lower.arith import Analyzer
 from ...lower.func import PrimFunc
+from ...lower.printer import print_expr
 from ...lower.passes.device_split import DevicePlan, KernelPart
 from ...lower.buffers import loaded_buffers, stored_buffers
 from ...lower.passes.device_sync import BLOCK_TAGS, shared_arrays
@@ -143,7 +146,7 @@ def generate_cuda(func: PrimFunc, plan: DevicePlan, target) -> CudaSource:
     if any(f"te_{op}<" in text for op in _INT_DIVISION):
         text = PRELUDE + "\n" + text
     if tensor_core.uses_tensor_cores(text):
-        text = tensor_core.HELPER + "\n" + text
+        text = tensor_core.helper_text(text) + "\n" + text
     if _HALF_USE.search(text):
         text = half.INCLUDE + "\n" + text
     if tensor_core.uses_tensor_cores(text):   # after cuda_fp16.h, which it includes too
@@ -195,6 +198,7 @@ class _KernelGen:
         self.texts = None  # id(node) -> (node, text) while expr() writes one tree
         self.vector_shared: set = set()   # shared buffers (data Vars) accessed as vectors
         self.wmma_shared: set = set()     # shared buffers (data Vars) a wmma call points into
+        self.ranges: dict = {}   # loop Var -> (lo, hi) of the constant loops being emitted
 
     def c_type(self, dtype: str) -> str:
         return c_type(dtype, self.c_types)
@@ -258,12 +262,16 @@ class _KernelGen:
                    f"{_bare(self.expr(s.value))};"
             return [f"{pad}{{", head] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
         if isinstance(s, ir.Store):
+            self.not_fragments(s.buffer)
             return [f"{pad}{self.buffer(s.buffer)}[{_bare(self.index(s.index))}] = "
                     f"{_bare(self.expr(s.value))};"]
         if isinstance(s, ir.Allocate):
             b = s.buffer
             if b.scope == "shared":   # declared at the kernel's top
                 return self.stmt(s.body, depth)
+            if b.scope == tensor_core.ACC_SCOPE:
+                decl = f"{pad}  {tensor_core.FRAGMENT_TYPE} {self.buffer(b)}[{self.fragments(b)}];"
+                return [f"{pad}{{", decl] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
             decl = f"{pad}  {self.c_type(b.dtype)} {self.buffer(b)}[{int(s.extent.value)}];"
             return [f"{pad}{{", decl] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
         if isinstance(s, ir.ThreadAllreduce):
@@ -307,6 +315,18 @@ class _KernelGen:
         self.uses_barriers = True
 
     def loop(self, s: ir.For, depth: int, as_vector: bool = True) -> list:
+        """The loop's lines; its range, where constant, known inside (`ranges`)."""
+        known = isinstance(s.min, E.Const) and isinstance(s.extent, E.Const) \
+            and int(s.extent.value) > 0
+        if known:
+            lo = int(s.min.value)
+            self.ranges[s.loop_var] = (lo, lo + int(s.extent.value) - 1)
+        try:
+            return self._loop(s, depth, as_vector)
+        finally:
+            self.ranges.pop(s.loop_var, None)
+
+    def _loop(self, s: ir.For, depth: int, as_vector: bool = True) -> list:
         pad = "  " * depth
         var = self.name(s.loop_var, s.loop_var.name)
         ctype = self.c_type(s.loop_var.dtype)
@@ -374,6 +394,46 @@ class _KernelGen:
     def buffer(self, b: ir.Buffer) -> str:
         return self.name(b.data, b.name)
 
+    def fragments(self, b: ir.Buffer) -> int:
+        """The number of 16x16 accumulator fragments of 'wmma.accumulator' buffer `b`."""
+        tile = tensor_core.TILE
+        dims = [getattr(x, "value", None) for x in b.shape]
+        strides = [getattr(x, "value", None) for x in b.strides]
+        dense = [int(np.prod(dims[k + 1:])) for k in range(len(dims))] \
+            if all(isinstance(d, int) for d in dims) else None
+        if not (len(dims) >= 2 and dense == strides and dims[-1] % tile == 0
+                and dims[-2] % tile == 0):
+            raise BuildError(f"te.build: target 'cuda': stage '{b.name}' (scope "
+                             f"'{b.scope}') needs a dense constant shape whose last two "
+                             f"dimensions are multiples of {tile} (rows of 16x16 "
+                             f"fragments), got ({', '.join(map(_shape_text, b.shape))})")
+        return int(np.prod(dims)) // (tile * tile)
+
+    def not_fragments(self, b: ir.Buffer) -> None:
+        if b.scope == tensor_core.ACC_SCOPE:
+            raise BuildError(f"te.build: target 'cuda': stage '{b.name}' has scope "
+                             f"'{b.scope}' (wmma fragments, whose elements a thread cannot "
+                             f"address): only te.wmma_matmul_intrin(k, accumulator=True) and "
+                             f"te.wmma_store_intrin() may access it; tensorize its loops "
+                             f"and its readers'")
+
+    def fragment_args(self, e: E.Call) -> None:
+        """Refuses fragments passed to a call that takes memory, and memory passed as a
+        fragment (the first pointer of FRAGMENT_NAMES' calls but the store, its last)."""
+        ptrs = [x for x in e.args if isinstance(x, ir.AccessPtr)]
+        if e.name not in tensor_core.FRAGMENT_NAMES:
+            want = None
+        else:
+            want = ptrs[-1] if e.name == tensor_core.STORE_NAME else ptrs[0]
+        for x in ptrs:
+            if (x.buffer.scope == tensor_core.ACC_SCOPE) != (x is want):
+                raise BuildError(f"te.build: target 'cuda': {e.name} takes buffer "
+                                 f"'{x.buffer.name}' (scope '{x.buffer.scope}') where it "
+                                 f"needs {'a wmma.accumulator stage' if x is want else 'memory'}"
+                                 f"; with C cached in 'wmma.accumulator' use "
+                                 f"te.wmma_matmul_intrin(k, accumulator=True) and "
+                                 f"te.wmma_store_intrin(), else the plain intrinsic")
+
     # -- expressions -------------------------------------------------------------------
     def expr(self, e: E.Expr) -> str:
         """The C text of `e`. Subtrees are written first, deepest first, and each node finds
@@ -421,7 +481,23 @@ class _KernelGen:
         if isinstance(e, E.Call):
             return self.call(e)
         if isinstance(e, ir.Load):
+            self.not_fragments(e.buffer)
             return f"{self.buffer(e.buffer)}[{_bare(self.index(e.index))}]"
+        if isinstance(e, ir.AccessPtr) and e.buffer.scope == tensor_core.ACC_SCOPE:
+            # the fragment of the 16x16 tile at e.offset (tensor_core.ACC_SCOPE)
+            cols = e.buffer.strides[-2]
+            tile = tensor_core.TILE
+            ana = Analyzer(self.ranges)
+            row, col = E.binary("floordiv", e.offset, cols), E.binary("floormod", e.offset, cols)
+            for x in (row, col):
+                if not _is_zero(ana.simplify(E.binary("floormod", x, tile))):
+                    raise BuildError(f"te.build: target 'cuda': a wmma call takes a tile of "
+                                     f"'{e.buffer.name}' (scope '{e.buffer.scope}') at "
+                                     f"element {print_expr(e.offset)}, not provably a "
+                                     f"16x16 fragment (row and column multiples of {tile})")
+            index = (E.binary("floordiv", row, tile) * E.binary("floordiv", cols, tile)
+                     + E.binary("floordiv", col, tile))
+            return f"{self.buffer(e.buffer)}[{_bare(self.index(ana.simplify(index)))}]"
         if isinstance(e, ir.AccessPtr):   # an extern call's pointer argument
             return f"({self.buffer(e.buffer)} + {self.index(e.offset)})"
         raise BuildError(f"te.build: target 'cuda' cannot generate {type(e).__name__}")
@@ -462,6 +538,8 @@ class _KernelGen:
         raise BuildError(f"te.build: target 'cuda' cannot generate operator {e.op!r}")
 
     def call(self, e: E.Call) -> str:
+        if e.extern:
+            self.fragment_args(e)
         args = [self.expr(x) for x in e.args]
         if e.extern:
             if e.name in tensor_core.HELPER_NAMES:
@@ -562,6 +640,10 @@ def _bare(text: str) -> str:
         if depth == 0:
             return text[1:-1] if k == len(text) - 1 else text
     return text
+
+
+def _shape_text(x) -> str:
+    return print_expr(E.as_expr(x))
 
 
 def _is_zero(x: E.Expr) -> bool:

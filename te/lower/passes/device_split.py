@@ -229,7 +229,8 @@ class _KernelChecker:
         self.extents.setdefault(s.thread_tag, []).append(s.extent)
 
     def _allocate(self, s: ir.Allocate, bound: tuple, in_fill: str) -> None:
-        if s.buffer.scope not in ("shared", "local", "global"):
+        # 'wmma.accumulator': a warp's fragments, per thread as 'local' (each lane its share)
+        if s.buffer.scope not in ("shared", "local", "global", "wmma.accumulator"):
             raise BuildError(f"te.build: target 'cuda' does not support scope "
                              f"'{s.buffer.scope}' (buffer '{s.buffer.name}') yet")
         if s.buffer.scope == "shared":

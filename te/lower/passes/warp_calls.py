@@ -14,7 +14,9 @@ from .. import ir
 from ..printer import print_expr
 from ..visitor import walk_down
 
-WARP_CALLS = frozenset({"te_wmma_16x16", "te_wmma_zero_16x16", "te_wmma_update_16x16"})
+WARP_CALLS = frozenset({"te_wmma_16x16", "te_wmma_zero_16x16", "te_wmma_update_16x16",
+                        "te_wmma_frag_16x16", "te_wmma_fill_16x16", "te_wmma_mma_16x16",
+                        "te_wmma_store_16x16"})
 WARP = 32
 
 

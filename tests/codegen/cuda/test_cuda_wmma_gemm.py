@@ -2,7 +2,8 @@
 tiles, te.wmma_matmul_intrin(chunk)'s reset zeroing each warp's C tiles before the chunk
 loop and its update adding one chunk per iteration, the block's A and B chunks filled into
 shared memory by all its threads (barrier before the fill and before the use); the
-schedule is the automatic GPU space's (te/autotune/wmma_space.py). Checked
+schedule is the automatic GPU space's (te/autotune/wmma_space.py), C tiles in global memory
+here and in 'wmma.accumulator' fragments (test_cuda_wmma_fragments.py). Checked
 against numpy in the CUDA emulator and, where nvcc is on PATH, compiled for sm_80 and
 sm_90 with ptxas reporting no spills. Not yet run on a GPU.
 """
@@ -43,14 +44,14 @@ def _check(mod, M, N, K, seed):
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=K * 2.25 * 2.0 ** -24 * 8)
 
 
-def wmma_gemm(M, N, K, block, warps, chunk):
+def wmma_gemm(M, N, K, block, warps, chunk, fragments=False):
     """C = A @ B (float16 in, float32 out) by the GPU space's tensor-core schedule
     (te/autotune/wmma_space.py): a block computes block[0] x block[1] tiles of 16x16, its
     warps (threadIdx.z, threadIdx.y) a share of them each; per K chunk the block fills A's
     and B's chunk into shared memory (threadIdx.x the warp's lanes)."""
     A, B, C = _matmul(M, N, K)
     tiles = (block[0] // warps[0], block[1] // warps[1])
-    return wmma_schedule(C.op, warps, tiles, chunk, shared=True), [A, B, C]
+    return wmma_schedule(C.op, warps, tiles, chunk, shared=True, fragments=fragments), [A, B, C]
 
 
 @pytest.mark.parametrize("M, N, K, block, warps, chunk", CASES)
