@@ -5,7 +5,8 @@ it) as `cfg` chooses: a ConfigSpace collects the knobs (and gives option 0 of ea
 strategy's heuristic choice, so the default config is the untuned schedule), a
 ConfigEntity applies them. The GEMM form's knobs: 'layout' (per block of output channels
 inside the output's loop, or the whole GEMM before the crop with channel or pixel tiles or
-blocks of pixel tiles in parallel: the L2 test's choice, L2 being this host's; for 1x1
+blocks of pixel tiles in parallel: the L2 test's choice, L2 being this host's; or in
+blocks of input channels, outermost; for 1x1
 convs, channel tiles outermost or blocks of that many pixel panels), 'reduce_order' and
 'unroll_taps' (the register tile's reduction loops) and, for 1x1 convs, 'reduce_unroll'
 (channel steps unrolled per loop iteration). The
@@ -31,6 +32,8 @@ STRATEGY = "conv2d"
 MAX_PANEL_BLOCK = 16     # the largest block of pixel panels the space offers (1x1 convs)
 MAX_TILE_BLOCK = 32     # the largest block of pixel tiles the space offers (rows form)
 REDUCE_UNROLLS = (1, 2, 4)
+MIN_REDUCE_BLOCK = 4    # the fewest input channels per block of the 'reduce:<k>' layouts
+REDUCE_CHUNKS = 4       # the most chunks of channel tiles in parallel ('reduce:<k>')
 
 
 def conv2d_key(out) -> str:
@@ -101,13 +104,18 @@ def _define_rows(cfg, gemm: ComputeOp, pack: ComputeOp) -> None:
     too large to stream once per pixel tile (C.STREAMED_WEIGHT_BYTES), else the whole
     GEMM with channel tiles in parallel where it fits, pixel tiles where not. 'tiles:<b>':
     the whole GEMM in blocks of b pixel tiles (b a divisor of the tile count; the
-    heuristic's b is the largest whose input fits in half of L2), channel tiles inside."""
+    heuristic's b is the largest whose input fits in half of L2), channel tiles inside.
+    'reduce:<k>' (groups 1, sizes from _reduce_blocks): the whole GEMM in blocks of k input
+    channels, first where the GEMM reads several stride phases."""
     fits = _channels_outer(pack) or (len(gemm.axis) == 3 and
                                      _weight_bytes(gemm) > C.STREAMED_WEIGHT_BYTES)
     tiles = [f"tiles:{b}" for b in _tile_blocks(gemm, pack)]
     if len(gemm.axis) == 3:
         layouts = ["blocks", "whole_channels", "whole_pixels", *tiles] if fits else \
             ["whole_pixels", *tiles, "blocks", "whole_channels"]
+        reduce = [f"reduce:{k}" for k in _reduce_blocks(pack)]
+        _, _, pha, phb, _ = (int(d.value) for d in pack.output(0).shape)
+        layouts = [*reduce, *layouts] if pha * phb > 1 else [*layouts, *reduce]
     else:
         layouts = ["whole_channels", "whole_pixels", *tiles] if fits else \
             ["whole_pixels", *tiles, "whole_channels"]
@@ -121,6 +129,20 @@ def _weight_bytes(gemm: ComputeOp) -> int:
     """Bytes of the weights the GEMM reads (output channels padded to the tile)."""
     extents = [int(d.value) for d in gemm.output(0).shape[1:-1]]
     return math.prod(extents) * _taps(gemm) * int(gemm.reduce_axis[0].dom.extent.value) * 4
+
+
+def _reduce_blocks(pack: ComputeOp) -> list:
+    """The sizes of the 'reduce:<k>' layouts: the powers of two k, MIN_REDUCE_BLOCK <= k <
+    input channels, that divide the input channels, the heuristic's first (the largest
+    whose k channels of packed input take at most a quarter of L2)."""
+    _, channels, pha, phb, columns = (int(d.value) for d in pack.output(0).shape)
+    sizes = [k for k in (2 ** e for e in range(channels.bit_length()))
+             if MIN_REDUCE_BLOCK <= k < channels and channels % k == 0]
+    if not sizes:
+        return []
+    fit = [k for k in sizes if k * pha * phb * columns * 4 <= C.l2_bytes() // 4]
+    best = max(fit) if fit else sizes[0]
+    return [best] + [k for k in sizes if k != best]
 
 
 def _tile_blocks(gemm: ComputeOp, pack: ComputeOp) -> list:
@@ -155,8 +177,14 @@ def _schedule_rows(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: Comp
     # kernel columns); computed per channel block, or whole before the crop
     mr, nr = gemm.attrs["tile"]
     Yf = gemm.output(0)
-    local = s.cache_write(Yf, "local")
     layout = cfg["layout"].val
+    if layout.startswith("reduce:"):
+        _gemm_reduce_blocks(cfg, s, Yf, (mr, nr), int(layout.split(":")[1]),
+                            _taps(gemm) > 1)
+        C.epilogue(s, out, found, gemm)
+        C.out_loops(s, out, lanes)
+        return s
+    local = s.cache_write(Yf, "local")
     if layout == "blocks":
         _gemm_in_blocks(s, out, found, gemm, lanes)
     elif layout.startswith("tiles:"):
@@ -212,6 +240,36 @@ def _gemm_tile_blocks(s, Yf: Tensor, tile, block: int) -> None:
     s[Yf].reorder(*axes[:-2], pbo, fo, pbi, fi, pi)
     s[Yf].parallel(s[Yf].fuse(*axes[:-2], pbo))
     s[Yf].unroll(fi)
+    s[Yf].vectorize(pi)
+
+
+def _gemm_reduce_blocks(cfg, s, Yf: Tensor, tile, block: int, taps: bool) -> None:
+    """The whole GEMM before the crop in up to REDUCE_CHUNKS chunks of its channel tiles
+    in parallel (a divisor of their count), each over the input channels in blocks of
+    `block`, channel tiles then pixel tiles inside (the accumulators' init hoisted before
+    the blocks): a block's packed input stays in L2 while the chunk's channel tiles read
+    it, each weight is read once, and the mr x nr tile accumulates over the block's
+    channels and taps, read from and written to the GEMM's buffer once per block. Without
+    such a divisor the channel tiles are in parallel inside each block."""
+    mr, nr = tile
+    n, f, p = s[Yf].op.axis
+    rc, ry, rx = s[Yf].op.reduce_axis
+    rco, rci = s[Yf].split(rc, factor=block)
+    fo, fi = s[Yf].split(f, factor=mr)
+    po, pi = s[Yf].split(p, factor=nr)
+    inner = [ry, rx, rci] if taps and cfg["reduce_order"].val == "taps_channels" \
+        else [rci, ry, rx]
+    tiles = int(Yf.shape[1].value) // mr
+    chunks = max(c for c in range(1, REDUCE_CHUNKS + 1) if tiles % c == 0)
+    if chunks > 1:
+        fco, fci = s[Yf].split(fo, nparts=chunks)
+        s[Yf].reorder(n, fco, rco, fci, po, *inner, fi, pi)
+        s[Yf].parallel(s[Yf].fuse(n, fco))
+    else:
+        s[Yf].reorder(n, rco, fo, po, *inner, fi, pi)
+        s[Yf].parallel(fo)
+    for ax in ((ry, rx, fi) if not taps or cfg["unroll_taps"].val else (fi,)):
+        s[Yf].unroll(ax)
     s[Yf].vectorize(pi)
 
 

@@ -183,8 +183,68 @@ def test_weights_too_large_to_stream_per_pixel_tile_stay_per_channel_block(monke
     big = conv_bias_relu(1, 256, 9, 9, 520, 3, 2, 1)[3]      # 256 * 520 * 9 * 4 bytes
     small = conv_bias_relu(1, 256, 9, 9, 64, 3, 2, 1)[3]
     assert 256 * 520 * 9 * 4 > C.STREAMED_WEIGHT_BYTES >= 256 * 64 * 9 * 4
-    assert te.autotune.conv2d_space(big).knobs["layout"].options[0] == "blocks"
-    assert te.autotune.conv2d_space(small).knobs["layout"].options[0] == "whole_pixels"
+    assert _without_reduce(te.autotune.conv2d_space(big))[0] == "blocks"
+    assert _without_reduce(te.autotune.conv2d_space(small))[0] == "whole_pixels"
+
+
+def _without_reduce(space):
+    return [lay for lay in space.knobs["layout"].options if not lay.startswith("reduce:")]
+
+
+# input channels in blocks ('reduce:<k>'): channel counts with power-of-two divisors >= 4
+REDUCED = [
+    (1, 12, 19, 17, 7, 3, 2, 1, 1),    # stride 2, odd sizes, 7 output channels (padded)
+    (2, 16, 13, 11, 10, 3, 1, 1, 1),   # batch 2, stride 1: blocks of 4 and 8, 3 chunks
+    (1, 8, 9, 10, 5, 3, 2, 0, 1),      # stride 2, no padding
+    (1, 8, 11, 9, 4, 3, 2, 1, 1),      # one channel tile: in parallel inside the blocks
+]
+
+
+@pytest.mark.parametrize("case", REDUCED, ids=["stride2", "batch2", "nopad", "one_tile"])
+def test_every_config_of_the_reduce_layouts_matches_numpy(case):
+    n, c, h, w, oc, k, stride, pad, groups = case
+    X, W, B, out = conv_bias_relu(*case)
+    rng = np.random.default_rng(7)
+    x, wt, b = _rand(rng, n, c, h, w), _rand(rng, oc, c, k, k), _rand(rng, oc)
+    want = np.maximum(conv_ref(x, wt, stride, pad, groups) + b[None, :, None, None], 0)
+    space = te.autotune.conv2d_space(out)
+    sizes = [int(lay.split(":")[1]) for lay in space.knobs["layout"].options
+             if lay.startswith("reduce:")]
+    assert sorted(sizes) == [b for b in (4, 8) if b < c and c % b == 0]
+    for size in sizes:
+        for order in ("channels_taps", "taps_channels"):
+            for unroll in (True, False):
+                cfg = ConfigEntity(space, dict(space.default().values, layout=f"reduce:{size}",
+                                               reduce_order=order, unroll_taps=unroll))
+                fn = te.build(conv2d_schedule(cfg, out), [X, W, B, out])
+                got = np.full(want.shape, np.nan, np.float32)
+                fn(x, wt, b, got)
+                np.testing.assert_allclose(got, want, rtol=1e-4,
+                                           atol=1e-4 * np.abs(want).max(), err_msg=str(cfg))
+
+
+@pytest.mark.parametrize("l2", [1 << 20, 16 << 10, 1 << 10])
+def test_reduce_blocks_lead_at_stride_2_with_the_largest_block_in_a_quarter_of_l2(
+        monkeypatch, l2):
+    """'reduce:<k>' comes first where the GEMM reads several stride phases, last otherwise
+    (weights above C.STREAMED_WEIGHT_BYTES too); its first k is the largest whose k
+    channels of packed input fit in a quarter of L2, else the smallest."""
+    monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: l2)
+    out = conv_bias_relu(1, 64, 29, 27, 8, 3, 2, 1)[3]
+    pack = C.by_tag(C.producer_ops(out), ("conv2d_gemm_pack",))
+    _, chans, pha, phb, cols = (int(d.value) for d in pack.output(0).shape)
+    fit = [k for k in (4, 8, 16, 32) if k * pha * phb * cols * 4 <= l2 // 4]
+    best = max(fit) if fit else 4
+    layouts = list(te.autotune.conv2d_space(out).knobs["layout"].options)
+    assert layouts[:4] == [f"reduce:{best}"] + [f"reduce:{k}" for k in (4, 8, 16, 32)
+                                                 if k != best]
+    flat = conv_bias_relu(1, 64, 29, 27, 8, 3, 1, 1)[3]
+    layouts = te.autotune.conv2d_space(flat).knobs["layout"].options
+    assert all(lay.startswith("reduce:") for lay in layouts[-4:])
+    assert not any(lay.startswith("reduce:") for lay in layouts[:-4])
+    big = conv_bias_relu(1, 256, 9, 9, 520, 3, 1, 1)[3]      # 256 * 520 * 9 * 4 bytes
+    layouts = te.autotune.conv2d_space(big).knobs["layout"].options
+    assert layouts[0] == "blocks" and layouts[-1].startswith("reduce:")
 
 
 @pytest.mark.parametrize("case", SMALL, ids=["rows", "panels", "grouped"])
