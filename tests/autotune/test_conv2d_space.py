@@ -50,6 +50,28 @@ def conv_bias_relu(n, c, h, w, oc, k, stride, pad, groups=1):
     return X, W, B, out
 
 
+def conv_case(case, seed):
+    """(X, W, B, out, inputs, want) of a SMALL-style case: conv_bias_relu's stages, random
+    x, weight and bias, and numpy's result."""
+    n, c, h, w, oc, k, stride, pad, groups = case
+    X, W, B, out = conv_bias_relu(*case)
+    rng = np.random.default_rng(seed)
+    inputs = (_rand(rng, n, c, h, w), _rand(rng, oc, c // groups, k, k), _rand(rng, oc))
+    x, wt, b = inputs
+    want = np.maximum(conv_ref(x, wt, stride, pad, groups) + b[None, :, None, None], 0)
+    return X, W, B, out, inputs, want
+
+
+def check_config(cfg, case_stages, what):
+    """Builds `cfg`'s schedule of a conv_case and checks it against numpy's result."""
+    X, W, B, out, inputs, want = case_stages
+    fn = te.build(conv2d_schedule(cfg, out), [X, W, B, out])
+    got = np.full(want.shape, np.nan, np.float32)
+    fn(*inputs, got)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(),
+                               err_msg=str(what))
+
+
 # (N, C, H, W, OC, k, stride, pad, groups): odd sizes, stride 2, each form
 SMALL = [
     (2, 5, 11, 13, 13, 3, 2, 1, 1),    # rows form, groups 1: per-block or whole GEMM
@@ -101,19 +123,12 @@ def test_large_images_default_to_pixel_tiles_and_the_heuristics_panel_block():
 
 @pytest.mark.parametrize("case", SMALL, ids=["rows", "panels", "grouped"])
 def test_every_config_of_a_small_conv_matches_numpy(case):
-    n, c, h, w, oc, k, stride, pad, groups = case
-    X, W, B, out = conv_bias_relu(*case)
-    rng = np.random.default_rng(3)
-    x, wt, b = _rand(rng, n, c, h, w), _rand(rng, oc, c // groups, k, k), _rand(rng, oc)
-    want = np.maximum(conv_ref(x, wt, stride, pad, groups) + b[None, :, None, None], 0)
+    stages = conv_case(case, 3)
+    X, W, B, out = stages[:4]
     space = te.autotune.conv2d_space(out)
     lowered = set()
     for index in range(space.size):
-        fn = te.build(conv2d_schedule(space.get(index), out), [X, W, B, out])
-        got = np.full(want.shape, np.nan, np.float32)
-        fn(x, wt, b, got)
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(),
-                                   err_msg=str(space.get(index)))
+        check_config(space.get(index), stages, space.get(index))
         lowered.add(str(te.lower(conv2d_schedule(space.get(index), out), [X, W, B, out])))
     assert len(lowered) == space.size     # each config is a schedule of its own
 
@@ -128,21 +143,13 @@ TILED = [
 
 @pytest.mark.parametrize("case", TILED, ids=["rows", "stride2", "grouped"])
 def test_every_layout_of_a_conv_of_several_pixel_tiles_matches_numpy(case):
-    n, c, h, w, oc, k, stride, pad, groups = case
-    X, W, B, out = conv_bias_relu(*case)
-    rng = np.random.default_rng(5)
-    x, wt, b = _rand(rng, n, c, h, w), _rand(rng, oc, c // groups, k, k), _rand(rng, oc)
-    want = np.maximum(conv_ref(x, wt, stride, pad, groups) + b[None, :, None, None], 0)
-    space = te.autotune.conv2d_space(out)
+    stages = conv_case(case, 5)
+    space = te.autotune.conv2d_space(stages[3])
     layouts = space.knobs["layout"].options
     assert any(lay.startswith("tiles:") for lay in layouts)
     for layout in layouts:
-        cfg = ConfigEntity(space, dict(space.default().values, layout=layout))
-        fn = te.build(conv2d_schedule(cfg, out), [X, W, B, out])
-        got = np.full(want.shape, np.nan, np.float32)
-        fn(x, wt, b, got)
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(),
-                                   err_msg=layout)
+        check_config(ConfigEntity(space, dict(space.default().values, layout=layout)), stages,
+                     layout)
 
 
 def _tile_block_heuristic(out, l2):
@@ -202,12 +209,9 @@ REDUCED = [
 
 @pytest.mark.parametrize("case", REDUCED, ids=["stride2", "batch2", "nopad", "one_tile"])
 def test_every_config_of_the_reduce_layouts_matches_numpy(case):
-    n, c, h, w, oc, k, stride, pad, groups = case
-    X, W, B, out = conv_bias_relu(*case)
-    rng = np.random.default_rng(7)
-    x, wt, b = _rand(rng, n, c, h, w), _rand(rng, oc, c, k, k), _rand(rng, oc)
-    want = np.maximum(conv_ref(x, wt, stride, pad, groups) + b[None, :, None, None], 0)
-    space = te.autotune.conv2d_space(out)
+    c = case[1]
+    stages = conv_case(case, 7)
+    space = te.autotune.conv2d_space(stages[3])
     sizes = [int(lay.split(":")[1]) for lay in space.knobs["layout"].options
              if lay.startswith("reduce:")]
     assert sorted(sizes) == [b for b in (4, 8) if b < c and c % b == 0]
@@ -216,11 +220,7 @@ def test_every_config_of_the_reduce_layouts_matches_numpy(case):
             for unroll in (True, False):
                 cfg = ConfigEntity(space, dict(space.default().values, layout=f"reduce:{size}",
                                                reduce_order=order, unroll_taps=unroll))
-                fn = te.build(conv2d_schedule(cfg, out), [X, W, B, out])
-                got = np.full(want.shape, np.nan, np.float32)
-                fn(x, wt, b, got)
-                np.testing.assert_allclose(got, want, rtol=1e-4,
-                                           atol=1e-4 * np.abs(want).max(), err_msg=str(cfg))
+                check_config(cfg, stages, cfg)
 
 
 @pytest.mark.parametrize("l2", [1 << 20, 16 << 10, 1 << 10])
