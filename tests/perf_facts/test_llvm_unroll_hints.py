@@ -1,8 +1,9 @@
 """LLVM's loop unroller is kept off loop nests that read no memory (fills, such as a GEMM
-accumulator zeroed before its reduction), whose full unrolling made one straight-line block
-of thousands of stores that LLVM's machine schedulers took seconds over, and left alone on
-every loop that reads. Deterministic facts of the generated code, never timings; results
-are checked against numpy."""
+accumulator zeroed before its reduction) and off nests that flattened would pass
+_FLATTEN_LIMIT instructions: LLVM's full unroller made one straight-line block of thousands
+of instructions of such nests, which its machine schedulers took seconds over. Innermost
+loops and small nests stay LLVM's. Deterministic facts of the generated code, never
+timings; results are checked against numpy."""
 import re
 
 import numpy as np
@@ -49,11 +50,20 @@ def test_the_zeroing_of_an_accumulator_before_an_outer_reduction_loop_is_not_unr
     i, j = C.op.axis
     s[C].reorder(k, i, j)          # the init nest (i, j) runs before the k loop
     loops = _loops_without_unrolling(_ll(s, [A, B, C]))
-    assert len(loops) == 1 and loops[0].startswith("i")   # the init's i; never k's nest
+    # the init's i (a fill), and k: its nest flattened is 23 x 19 x 34 multiply-adds
+    assert len(loops) == 2 and loops[0].startswith("i") and loops[1].startswith("k")
     check_schedule(s, [A, B], [C], lambda a, b: a @ b, rtol=1e-4, atol=1e-4)
 
 
-def test_loops_that_read_are_left_to_llvm():
+def test_a_nest_too_big_to_flatten_keeps_its_outer_loop_and_llvm_its_inner_one():
+    A = te.placeholder((64, 200), name="A")
+    B = te.compute((64, 200), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    assert _loops_without_unrolling(_ll(s, [A, B])) == ["i"]
+    check_schedule(s, [A], [B], lambda a: a * 2.0)
+
+
+def test_small_nests_that_read_are_left_to_llvm():
     A = te.placeholder((8, 34), name="A")
     B = te.compute((8, 34), lambda i, j: A[i, j] * 2.0, name="B")
     s = te.create_schedule(B.op)

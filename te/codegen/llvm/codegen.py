@@ -47,6 +47,10 @@ _TRACKS_MEMORY = (tir.Store, tir.SeqStmt)
 _IDENTITY = {"add": 0, "sub": 0, "mul": 1}
 _MAX_STACK_BYTES = 64 * 1024
 _FULL_UNROLL_LIMIT = 16
+NO_UNROLL = "llvm.loop.unroll.disable"
+# Instructions a loop nest may reach when LLVM flattens it (loop()); innermost loops, and
+# nests below it (layernorm's 64 x 74), stay LLVM's to unroll.
+_FLATTEN_LIMIT = 8192
 MAX_DENSE_STRIDE = 4   # a strided vector load reads its whole span (stride 2: pool, pack)
 
 
@@ -181,6 +185,10 @@ class FuncGen(BlockValues):
         # buffers bypass the caches; a function that made any fences them before returning.
         self.nontemporal = False
         self.made_nontemporal = False
+        # While a loop's body is emitted: whether it holds a loop, and how many instructions
+        # LLVM's full unroller would add by flattening the loops inside (see loop()).
+        self._holds_loop = False
+        self._flattened_extra = 0
 
     def finish(self) -> None:
         ir.IRBuilder(self.entry).branch(self.body_start)
@@ -372,18 +380,26 @@ class FuncGen(BlockValues):
               and _strided_store(s)):
             options.append(("llvm.loop.vectorize.enable", I1(0)))
         if s.kind == tir.SERIAL and _fill_nest(s):
-            options.append("llvm.loop.unroll.disable")
-        metadata = self.mod.loop_metadata(*options) if options else None
+            options.append(NO_UNROLL)
         self.loop(s.loop_var, lo, self.index_value(s.extent), lambda: self.stmt(s.body),
-                  metadata)
+                  options, may_unroll=s.kind == tir.SERIAL)
 
-    def loop(self, var: E.Var, lo, extent, body, metadata=None) -> None:
-        """for (var = lo; var < lo + extent; ++var) body(), counting in var's dtype.
+    def loop(self, var: E.Var, lo, extent, body, options=(), may_unroll=False) -> None:
+        """for (var = lo; var < lo + extent; ++var) body(), counting in var's dtype, its
+        back edge carrying loop metadata `options` (loop_metadata's).
 
         Emitted rotated: a guard (none when the bounds are constants that enter the loop),
         then a body that tests at its end, the form LLVM's loop passes work on. Left to
         LLVM's LoopRotate, a function of thousands of loops (a chain of stages at root)
-        took time quadratic in their number."""
+        took time quadratic in their number.
+
+        may_unroll: a serial loop, left to LLVM's unroller unless it holds other loops and
+        flattening it would make more than _FLATTEN_LIMIT instructions: LLVM's full
+        unroller flattened such nests (a 16 x 96 bias-add epilogue, 30,000 instructions)
+        and its machine schedulers then took seconds over the one block."""
+        outer_extra = self._flattened_extra
+        self._holds_loop, self._flattened_extra = False, 0
+        start = len(self.fn.blocks)
         signed = not dt.is_uint(var.dtype)
         cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
         end = self.int_op("add", lo, extent)
@@ -403,8 +419,22 @@ class FuncGen(BlockValues):
         step = self.b.add(i, ir.Constant(i.type, 1), flags=["nsw"] if signed else ["nuw"])
         i.add_incoming(step, self.b.block)
         back = self.b.cbranch(cmp("<", step, end), inner, exit_)
-        if metadata is not None:
-            back.set_metadata("llvm.loop", metadata)
+        options = list(options)
+        emitted = sum(len(block.instructions) for block in self.fn.blocks[start:])
+        size = emitted + self._flattened_extra  # with the loops inside flattened
+        trips = _const_int(extent)
+        flattened = size
+        if trips is not None and "llvm.loop.unroll.full" in options:
+            flattened = trips * size
+        elif may_unroll and trips is not None and NO_UNROLL not in options:
+            if self._holds_loop and trips * size > _FLATTEN_LIMIT:
+                options.append(NO_UNROLL)
+            else:
+                flattened = trips * size
+        self._holds_loop = True   # for the loop around this one
+        self._flattened_extra = outer_extra + flattened - emitted
+        if options:
+            back.set_metadata("llvm.loop", self.mod.loop_metadata(*options))
         self.b.position_at_end(exit_)
 
     # -- memory -------------------------------------------------------------------------
