@@ -24,7 +24,7 @@ from ...errors import BuildError
 from ...lower import ir as tir
 from ...lower.func import PrimFunc
 from ...lower.arith import Analyzer
-from ...lower.visitor import pre_order_exprs, run_frames, walk_stmts
+from ...lower.visitor import run_frames, walk_stmts
 from . import bounds
 from . import intrinsics as cgmath
 from . import packed
@@ -379,8 +379,6 @@ class FuncGen(BlockValues):
         elif (s.kind == tir.SERIAL and not tir.has_pragma(s, "vectorize_hint")
               and _strided_store(s)):
             options.append(("llvm.loop.vectorize.enable", I1(0)))
-        if s.kind == tir.SERIAL and _fill_nest(s):
-            options.append(NO_UNROLL)
         self.loop(s.loop_var, lo, self.index_value(s.extent), lambda: self.stmt(s.body),
                   options, may_unroll=s.kind == tir.SERIAL)
 
@@ -394,9 +392,12 @@ class FuncGen(BlockValues):
         took time quadratic in their number.
 
         may_unroll: a serial loop, left to LLVM's unroller unless it holds other loops and
-        flattening it would make more than _FLATTEN_LIMIT instructions: LLVM's full
-        unroller flattened such nests (a 16 x 96 bias-add epilogue, 30,000 instructions)
-        and its machine schedulers then took seconds over the one block."""
+        either reads no memory (a fill, such as a GEMM accumulator zeroed before its
+        reduction) or, flattened, would pass _FLATTEN_LIMIT instructions. LLVM's full
+        unroller flattened such nests into one block (ResNet-50's stride-2 conv: its
+        zeroing, 8 x 34 iterations of 8 vector stores, as 2,176 stores; BERT's 16 x 96
+        bias-add epilogue as ~30,000 instructions), and its machine schedulers then took
+        seconds over that block; a fill gains nothing from being unrolled."""
         outer_extra = self._flattened_extra
         self._holds_loop, self._flattened_extra = False, 0
         start = len(self.fn.blocks)
@@ -426,8 +427,9 @@ class FuncGen(BlockValues):
         flattened = size
         if trips is not None and "llvm.loop.unroll.full" in options:
             flattened = trips * size
-        elif may_unroll and trips is not None and NO_UNROLL not in options:
-            if self._holds_loop and trips * size > _FLATTEN_LIMIT:
+        elif may_unroll and trips is not None:
+            if self._holds_loop and (trips * size > _FLATTEN_LIMIT
+                                     or not _reads_memory(self.fn.blocks[start:])):
                 options.append(NO_UNROLL)
             else:
                 flattened = trips * size
@@ -889,19 +891,11 @@ def _strided_store(s: tir.For) -> bool:
     return False
 
 
-def _fill_nest(s: tir.For) -> bool:
-    """Whether loop `s` holds another loop and reads no memory: a fill, such as the zeroing
-    of a GEMM accumulator before its reduction. With constant offsets LLVM's full unroller
-    flattens such a nest (ResNet-50's stride-2 3x3 conv: 8 x 34 iterations of 8 vector
-    stores became one block of 2,176 stores), and its machine schedulers then take seconds
-    over that one block; a store loop gains nothing from being unrolled."""
-    if not isinstance(s.extent, E.Const):
-        return False
-    if not any(isinstance(node, tir.For) for node in walk_stmts(s.body)):
-        return False
-    reads = []
-    pre_order_exprs(s.body, lambda e: isinstance(e, (tir.Load, E.Call)) and reads.append(e))
-    return not reads
+def _reads_memory(blocks) -> bool:
+    """Whether any of these LLVM blocks loads memory or calls out (a gather, an intrinsic
+    that reads, a task)."""
+    return any(isinstance(inst, (ir.LoadInstr, ir.CallInstr))
+               for block in blocks for inst in block.instructions)
 
 
 def _step(index: E.Expr, var: E.Var, ana: Analyzer):
