@@ -421,7 +421,8 @@ class FuncGen(BlockValues):
         i.add_incoming(step, self.b.block)
         back = self.b.cbranch(cmp("<", step, end), inner, exit_)
         options = list(options)
-        emitted = sum(len(block.instructions) for block in self.fn.blocks[start:])
+        blocks = self.fn.blocks[start:]   # this loop's, with the loops inside it
+        emitted = sum(len(block.instructions) for block in blocks)
         size = emitted + self._flattened_extra  # with the loops inside flattened
         trips = _const_int(extent)
         flattened = size
@@ -429,7 +430,7 @@ class FuncGen(BlockValues):
             flattened = trips * size
         elif may_unroll and trips is not None:
             if self._holds_loop and (trips * size > _FLATTEN_LIMIT
-                                     or not _reads_memory(self.fn.blocks[start:])):
+                                     or not _reads_memory(blocks)):
                 options.append(NO_UNROLL)
             else:
                 flattened = trips * size
