@@ -6,8 +6,8 @@ Gives `autotune(outputs, trials=500, ...)` plus `autotune.template`, `.get_confi
 (old logs), the option classes TuneOptions and MeasureOptions, SplitEntity / OtherOptionEntity, and
 the micro-kernel for templates, `.define_matmul_like` / `.schedule_matmul_like` (and `.panel_width`,
 the layout of weights packed ahead), and the conv2d strategy, `.conv2d_compute` / `.schedule_conv2d`
-(`.conv2d_tile`, per conv `.conv2d_gemm_tile` and `.conv2d_weight_tile`; its knobs `.conv2d_space`,
-its records' key `.conv2d_key`),
+(`.conv2d_tile`, per conv `.conv2d_gemm_form`, `.conv2d_gemm_tile` and `.conv2d_weight_tile`;
+its knobs `.conv2d_space`, its records' key `.conv2d_key`),
 and the pooling schedule `.schedule_pool2d`; `.session` runs a tuning loop in steps (over a
 `.LocalRunner`'s shared workers), and `.graph_key` is the workload key records of a compute graph
 are filed under (`.strategy_key`: under a strategy's space, `strategy="conv2d"` in te.autotune and
@@ -20,7 +20,8 @@ from __future__ import annotations
 from ..errors import ArgumentError, TuningInterrupted, TuningLogError
 from . import dispatch
 from .measure import LocalRunner, MeasureOptions
-from .conv2d import conv2d_compute, conv2d_gemm_tile, conv2d_tile, conv2d_weight_tile
+from .conv2d import (conv2d_compute, conv2d_gemm_form, conv2d_gemm_tile, conv2d_tile,
+                     conv2d_weight_tile)
 from .conv2d_space import conv2d_key, conv2d_space, schedule_conv2d
 from .pool import schedule_pool2d
 from .micro_kernel import define_matmul_like, panel_width, schedule_matmul_like
@@ -105,6 +106,7 @@ class _AutotuneAPI:
     conv2d_tile = staticmethod(conv2d_tile)
     conv2d_weight_tile = staticmethod(conv2d_weight_tile)
     conv2d_gemm_tile = staticmethod(conv2d_gemm_tile)
+    conv2d_gemm_form = staticmethod(conv2d_gemm_form)
     schedule_pool2d = staticmethod(schedule_pool2d)
     schedule_conv2d = staticmethod(schedule_conv2d)
     conv2d_space = staticmethod(conv2d_space)

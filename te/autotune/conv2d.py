@@ -3,9 +3,11 @@
 conv2d_compute picks conv2d_nchw_gemm (a GEMM over padded, phase-split rows with a
 register-tiled micro-kernel) where the per-group channel counts fill a register tile, else
 conv2d_nchw_phased (direct, over a phase-split padded input: depthwise and narrow grouped
-convs; conv2d_nchw where shapes are symbolic). The register tile is chosen per shape
-(conv2d_tile, from the GEMM's pixel and channel counts; conv2d_gemm_tile gives it for a
-conv's shapes and geometry, conv2d_weight_tile its mr, the packed weights' layout). The
+convs; conv2d_nchw where shapes are symbolic). The GEMM's form and register tile are chosen
+per shape (conv2d_gemm_form: pixels as vectors, the tile from conv2d_tile by the GEMM's
+pixel and channel counts, or output channels as vectors ('cvec', CVEC_PIXELS pixels per
+tile) where that pads less; conv2d_gemm_tile gives the tile, conv2d_weight_tile its mr,
+the packed weights' layout). The
 schedule (conv2d_space.schedule_conv2d) takes the kernel's output tensor: the conv's own
 output, or one elementwise stage over it (a fused epilogue: bias, relu, residual add) that
 is then computed in the conv's final (cropping) loop; the GEMM form's choices are knobs
@@ -39,6 +41,15 @@ WIDE_TILE_COST = 0.94    # time per padded pixel of a 3-vector tile, relative to
 NARROW_TILE_COST = (1.05, 1.02, 0.92)
 LARGE_PANELS = 768
 MIN_GEMM_REDUCTION = 8   # input channels per group x kernel taps (depthwise 3x3: 9)
+# the 'cvec' form's tile: 2 vectors of output channels by 6 broadcast pixels (12 of AVX2's
+# 16 registers accumulate); its time per padded element relative to the rows form's 4x24
+# (benchmarks/CONV_SHAPES.md). AVX-512 hosts keep the rows form: cvec is unmeasured there.
+CVEC_PIXELS = 6
+CVEC_COST = 1.05
+# input channels the cvec form needs: a stem's (3 channels, 7x7 stride 2: a short reduction
+# over a large output) measured 1.2-1.3x slower than in the rows form
+CVEC_MIN_CHANNELS = 16
+CVEC_ON = True           # (benchmarks turn it off to compare the forms)
 
 
 def l2_bytes() -> int:
@@ -91,6 +102,18 @@ def conv2d_gemm_tile(data_shape, kernel_shape, strides=1, padding=0, dilation=1,
     """(mr, nr) of the register tile where conv2d_compute picks the GEMM form for these
     constant shapes and conv geometry (conv2d_nchw's arguments), else None (a direct
     form, or shapes that are not constant ints)."""
+    plan = conv2d_gemm_form(data_shape, kernel_shape, strides, padding, dilation, groups,
+                            dtype)
+    return None if plan is None else plan[1]
+
+
+def conv2d_gemm_form(data_shape, kernel_shape, strides=1, padding=0, dilation=1,
+                     groups: int = 1, dtype: str = "float32") -> tuple | None:
+    """(form, (mr, nr)) where conv2d_compute picks the GEMM form (conv2d_nchw_gemm's
+    `form`: 'rows' or 'cvec') for these constant shapes and geometry, else None. 'cvec'
+    where vectors of output channels pad fewer elements than the rows form's tile pads
+    (its dropped columns and partial tiles), groups 1 and a kernel larger than 1x1 (a 1x1
+    conv's panels drop nothing), on hosts with fewer than 16 lanes per vector."""
     dims = (*data_shape, *kernel_shape)
     if len(dims) != 8 or any(isinstance(d, bool) or not isinstance(d, int) for d in dims):
         return None
@@ -103,7 +126,16 @@ def conv2d_gemm_tile(data_shape, kernel_shape, strides=1, padding=0, dilation=1,
         placeholder(tuple(data_shape), dtype), placeholder(tuple(kernel_shape), dtype),
         strides, padding, dilation, groups, "conv2d_nchw")
     pixels = gemm_pixels(out_hw, khw, stride, dil, groups)
-    return conv2d_tile(dtype, pixels, oc // groups, kh == kw == 1 and groups == 1)
+    pointwise = kh == kw == 1 and groups == 1
+    tile = conv2d_tile(dtype, pixels, oc // groups, pointwise)
+    lanes = vector_lanes(dtype)
+    if not CVEC_ON or pointwise or groups != 1 or lanes >= 16 or icg < CVEC_MIN_CHANNELS:
+        return "rows", tile
+    factor = dict((c[:2], c[2]) for c in tile_candidates(dtype, False, pixels))[tile]
+    mr, nr = 2 * lanes, CVEC_PIXELS
+    rows_cost = _ceil_to(pixels, tile[1]) * _ceil_to(oc, tile[0]) * factor
+    cvec_cost = _ceil_to(out_hw[0] * out_hw[1], nr) * _ceil_to(oc, mr) * CVEC_COST
+    return ("cvec", (mr, nr)) if cvec_cost <= rows_cost else ("rows", tile)
 
 
 def conv2d_weight_tile(data_shape, kernel_shape, groups: int = 1, dtype: str = "float32",
@@ -127,11 +159,11 @@ def conv2d_compute(data: Tensor, kernel: Tensor, strides=1, padding=0, dilation=
     stride, dil, _, khw, out_hw = conv2d_geometry(data, kernel, strides, padding, dilation,
                                                   groups, "conv2d_nchw")
     static = all(hasattr(d, "value") for d in (*data.shape, *kernel.shape))
-    tile = conv2d_gemm_tile(*([int(d.value) for d in t.shape] for t in (data, kernel)), strides,
-                     padding, dilation, groups, data.dtype) if static else None
-    if tile is not None:
+    plan = conv2d_gemm_form(*([int(d.value) for d in t.shape] for t in (data, kernel)),
+                            strides, padding, dilation, groups, data.dtype) if static else None
+    if plan is not None:
         return ops.conv2d_nchw_gemm(data, kernel, strides, padding, dilation, groups,
-                                    tile=tile, name=name, packed=packed)
+                                    tile=plan[1], name=name, packed=packed, form=plan[0])
     if packed is not None:
         raise ArgumentError(f"te.autotune.conv2d_compute: packed weights are only read by "
                             f"the GEMM form (conv2d_weight_tile not None), and this conv "

@@ -34,6 +34,7 @@ MAX_TILE_BLOCK = 32     # the largest block of pixel tiles the space offers (row
 REDUCE_UNROLLS = (1, 2, 4)
 MIN_REDUCE_BLOCK = 4    # the fewest input channels per block of the 'reduce:<k>' layouts
 REDUCE_CHUNKS = 4       # the most chunks of channel tiles in parallel ('reduce:<k>')
+CVEC_MIN_TILES = 4      # channel tiles the cvec form's 'channels' layout needs to share out
 
 
 def conv2d_key(out) -> str:
@@ -91,6 +92,9 @@ def conv2d_schedule(cfg, out: Tensor):
         raise ArgumentError(f"te.autotune.schedule_conv2d: stage '{gemm.name}' lacks its "
                             f"pack or crop stage (tags {PACK_TAG!r}, {CROP_TAG!r})")
     s = create_schedule(out.op)
+    if gemm.attrs.get("form") == "cvec":
+        _define_cvec(cfg, gemm, pack)
+        return _schedule_cvec(cfg, s, out, found, gemm, pack)
     if gemm.attrs.get("form") == "panels":
         _define_panels(cfg, gemm, pack)
         return _schedule_panels(cfg, s, out, found, gemm, pack)
@@ -165,14 +169,102 @@ def _tile_blocks(gemm: ComputeOp, pack: ComputeOp) -> list:
     return [best] + [b for b in sizes if b != best]
 
 
-def _schedule_rows(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: ComputeOp):
-    lanes = C.vector_lanes(out.dtype)
-    # the pack: (batch, channel) in parallel, each phase row a vectorized run
+def _schedule_pack(s, pack: ComputeOp, lanes: int) -> None:
+    """The rows and cvec forms' pack: (batch, channel) in parallel, each phase row a
+    vectorized run."""
     n, c, a, b, q = s[pack].op.axis
     wq = pack.attrs["pitch"]
     qo, qi = s[pack].split(q, factor=wq)
     s[pack].parallel(s[pack].fuse(n, c))
     s[pack].vectorize(s[pack].split(qi, factor=min(lanes, wq))[1])
+
+
+def _reduce_inner(cfg, s, stage, taps: bool) -> tuple:
+    """(the register tile's reduction loops in the order cfg['reduce_order'] takes, the
+    ones to unroll besides the tile's own): kernel taps unrolled unless
+    cfg['unroll_taps'] says not."""
+    rc, ry, rx = s[stage].op.reduce_axis
+    order = [ry, rx, rc] if taps and cfg["reduce_order"].val == "taps_channels" \
+        else [rc, ry, rx]
+    return order, ((ry, rx) if not taps or cfg["unroll_taps"].val else ())
+
+
+def _define_cvec(cfg, gemm: ComputeOp, pack: ComputeOp) -> None:
+    """The cvec form's knobs, the heuristic's choice first. 'layout': 'channels' (channel
+    tiles, with the batch, in parallel, pixel tiles inside, each tile accumulating in
+    registers over every input channel and tap) where one image's packed input fits in
+    L2 and there are CVEC_MIN_TILES channel tiles to share out; 'pixels' (pixel tiles in
+    parallel, channel tiles inside); 'reduce:<k>' (blocks of k input channels outermost,
+    as the rows form's, sizes from _reduce_blocks): first where the input does not fit."""
+    tiles = int(gemm.output(0).shape[1].value)
+    reduce = [f"reduce:{k}" for k in _reduce_blocks(pack)]
+    if _channels_outer(pack) and tiles >= CVEC_MIN_TILES:
+        layouts = ["channels", "pixels", *reduce]
+    else:
+        layouts = [*reduce, "channels", "pixels"]
+    cfg.define_knob("layout", layouts)
+    if _taps(gemm) > 1:
+        cfg.define_knob("reduce_order", ["channels_taps", "taps_channels"])
+        cfg.define_knob("unroll_taps", [True, False])
+
+
+def _schedule_cvec(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: ComputeOp):
+    """The cvec form: mr channels (vectors) x nr pixels (broadcasts) per register tile,
+    the pixel loop unrolled; per 'layout' (see _define_cvec). The crop (with the
+    epilogue) reads the GEMM's result as the rows form's does."""
+    lanes = C.vector_lanes(out.dtype)
+    _schedule_pack(s, pack, lanes)
+    nr = gemm.attrs["tile"][1]
+    Yc = gemm.output(0)
+    layout = cfg["layout"].val
+    taps = _taps(gemm) > 1
+    if layout.startswith("reduce:"):
+        n, fo, p, fi = s[Yc].op.axis
+        rc, ry, rx = s[Yc].op.reduce_axis
+        rco, rci = s[Yc].split(rc, factor=int(layout.split(":")[1]))
+        po, pi = s[Yc].split(p, factor=nr)
+        inner, unrolled = _reduce_inner(cfg, s, Yc.op, taps)
+        inner = [rci if ax is rc else ax for ax in inner]
+        chunks = _reduce_chunks(int(Yc.shape[1].value))
+        if chunks > 1:
+            fco, fci = s[Yc].split(fo, nparts=chunks)
+            s[Yc].reorder(n, fco, rco, fci, po, *inner, pi, fi)
+            s[Yc].parallel(s[Yc].fuse(n, fco))
+        else:
+            s[Yc].reorder(n, rco, fo, po, *inner, pi, fi)
+            s[Yc].parallel(fo)
+        stage = s[Yc]
+    else:
+        local = s.cache_write(Yc, "local")
+        n, fo, p, fi = s[Yc].op.axis
+        po, pi = s[Yc].split(p, factor=nr)
+        outer, inner_tile = (fo, po) if layout == "channels" else (po, fo)
+        s[Yc].reorder(n, outer, inner_tile, pi, fi)
+        s[Yc].parallel(s[Yc].fuse(n, outer))
+        s[Yc].unroll(pi)
+        s[Yc].vectorize(fi)
+        s[local].compute_at(s[Yc], inner_tile)
+        _, _, pi, fi = s[local].op.axis
+        inner, unrolled = _reduce_inner(cfg, s, local.op, taps)
+        s[local].reorder(*inner, pi, fi)
+        stage = s[local]
+    for ax in (*unrolled, pi):
+        stage.unroll(ax)
+    stage.vectorize(fi)
+    C.epilogue(s, out, found, gemm)
+    C.out_loops(s, out, lanes)
+    return s
+
+
+def _reduce_chunks(tiles: int) -> int:
+    """Chunks of `tiles` channel tiles in parallel in a 'reduce:<k>' layout: the largest
+    divisor up to REDUCE_CHUNKS."""
+    return max(c for c in range(1, REDUCE_CHUNKS + 1) if tiles % c == 0)
+
+
+def _schedule_rows(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: ComputeOp):
+    lanes = C.vector_lanes(out.dtype)
+    _schedule_pack(s, pack, lanes)
     # the GEMM: an mr x nr tile accumulates in registers over (channels, kernel rows,
     # kernel columns); computed per channel block, or whole before the crop
     mr, nr = gemm.attrs["tile"]
@@ -259,8 +351,7 @@ def _gemm_reduce_blocks(cfg, s, Yf: Tensor, tile, block: int, taps: bool) -> Non
     po, pi = s[Yf].split(p, factor=nr)
     inner = [ry, rx, rci] if taps and cfg["reduce_order"].val == "taps_channels" \
         else [rci, ry, rx]
-    tiles = int(Yf.shape[1].value) // mr
-    chunks = max(c for c in range(1, REDUCE_CHUNKS + 1) if tiles % c == 0)
+    chunks = _reduce_chunks(int(Yf.shape[1].value) // mr)
     if chunks > 1:
         fco, fci = s[Yf].split(fo, nparts=chunks)
         s[Yf].reorder(n, fco, rco, fci, po, *inner, fi, pi)

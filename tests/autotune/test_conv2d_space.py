@@ -185,8 +185,9 @@ def test_the_layouts_follow_the_hosts_l2(monkeypatch, l2):
 def test_weights_too_large_to_stream_per_pixel_tile_stay_per_channel_block(monkeypatch):
     """Where the packed input exceeds L2 the whole GEMM streams its weights once per pixel
     tile; above C.STREAMED_WEIGHT_BYTES the heuristic keeps the per channel block layout
-    (groups 1), which streams them once."""
+    (groups 1), which streams them once. (The rows form's: the cvec form off.)"""
     monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: 1 << 10)
+    monkeypatch.setattr(C, "CVEC_ON", False)
     big = conv_bias_relu(1, 256, 9, 9, 520, 3, 2, 1)[3]      # 256 * 520 * 9 * 4 bytes
     small = conv_bias_relu(1, 256, 9, 9, 64, 3, 2, 1)[3]
     assert 256 * 520 * 9 * 4 > C.STREAMED_WEIGHT_BYTES >= 256 * 64 * 9 * 4
@@ -228,8 +229,10 @@ def test_reduce_blocks_lead_at_stride_2_with_the_largest_block_in_a_quarter_of_l
         monkeypatch, l2):
     """'reduce:<k>' comes first where the GEMM reads several stride phases, last otherwise
     (weights above C.STREAMED_WEIGHT_BYTES too); its first k is the largest whose k
-    channels of packed input fit in a quarter of L2, else the smallest."""
+    channels of packed input fit in a quarter of L2, else the smallest. (The rows form's:
+    the cvec form off.)"""
     monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: l2)
+    monkeypatch.setattr(C, "CVEC_ON", False)
     out = conv_bias_relu(1, 64, 29, 27, 8, 3, 2, 1)[3]
     pack = C.by_tag(C.producer_ops(out), ("conv2d_gemm_pack",))
     _, chans, pha, phb, cols = (int(d.value) for d in pack.output(0).shape)

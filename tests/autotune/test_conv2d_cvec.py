@@ -1,0 +1,158 @@
+"""The conv2d GEMM's 'cvec' form (vectors of output channels by broadcast pixels, no
+padding columns): every layout and reduction order of odd-sized convs (strides, dilation,
+padding, output channels that do not fill a tile, batch 2, packed or plain weights) against
+numpy, its knobs and heuristic, which convs the strategy gives it, and its errors."""
+import numpy as np
+import pytest
+
+import te
+from runtime import cache_sizes
+from te.autotune import conv2d as C
+from te.autotune.conv2d_space import conv2d_schedule
+from te.compute import ops
+from te.errors import ArgumentError
+
+from test_conv2d_space import _rand, conv_ref
+
+# (N, C, H, W, OC, k, stride, pad, dilation, tile)
+CASES = [
+    (1, 16, 14, 14, 32, 3, 1, 1, 1, (16, 6)),    # 196 pixels: the last tile partial
+    (2, 9, 11, 13, 20, 3, 2, 1, 1, (16, 6)),     # batch 2, stride 2, 20 channels padded
+    (1, 8, 10, 9, 8, 5, 1, 2, 2, (8, 5)),        # dilation 2, 5x5, one channel tile
+    (1, 12, 9, 9, 24, 1, 2, 0, 1, (8, 7)),       # 1x1 stride 2 (phase (0, 0) only)
+    (1, 6, 7, 7, 16, 3, 1, 0, 1, (16, 4)),       # no padding: 5x5 output
+]
+
+
+def cvec_case(case, packed: bool, seed=11):
+    """(args, inputs, want, out): conv (+ bias + relu) in the cvec form, its inputs."""
+    n, c, h, w, oc, k, stride, pad, dil, tile = case
+    mr = tile[0]
+    X = te.placeholder((n, c, h, w), name="X")
+    W = te.placeholder((oc, c, k, k), name="W")
+    B = te.placeholder((oc,), name="B")
+    P = te.placeholder((1, -(-oc // mr), c, k, k, mr), name="P") if packed else None
+    conv = ops.conv2d_nchw_gemm(X, W, stride, pad, dil, 1, tile=tile, packed=P, form="cvec")
+    out = te.compute(conv.shape, lambda b, f, y, x: te.max(conv[b, f, y, x] + B[f], 0.0),
+                     name="epilogue", tag="broadcast")
+    rng = np.random.default_rng(seed)
+    x, wt, b = _rand(rng, n, c, h, w), _rand(rng, oc, c, k, k), _rand(rng, oc)
+    wd = np.zeros((oc, c, (k - 1) * dil + 1, (k - 1) * dil + 1), np.float32)
+    wd[:, :, ::dil, ::dil] = wt                       # dilation as a sparse kernel
+    want = np.maximum(conv_ref(x, wd, stride, pad, 1) + b[None, :, None, None], 0)
+    wk = wt
+    if packed:
+        pad_oc = np.zeros((-(-oc // mr) * mr, c, k, k), np.float32)
+        pad_oc[:oc] = wt
+        wk = pad_oc.reshape(-1, mr, c, k, k).transpose(0, 2, 3, 4, 1)[None].copy()
+    return [X, P if packed else W, B, out], (x, wk, b), want, out
+
+
+def check(cfg, args, inputs, want, out, what):
+    fn = te.build(conv2d_schedule(cfg, out), args)
+    got = np.full(want.shape, np.nan, np.float32)
+    fn(*inputs, got)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(),
+                               err_msg=str(what))
+
+
+IDS = ["partial_tile", "stride2_batch2", "dilated", "pointwise", "nopad"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_config_of_the_cvec_form_matches_numpy(case):
+    args, inputs, want, out = cvec_case(case, True)
+    space = te.autotune.conv2d_space(out)
+    layouts = space.knobs["layout"].options
+    assert {"channels", "pixels"} <= set(layouts)
+    for index in range(space.size):
+        check(space.get(index), args, inputs, want, out, space.get(index))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_cvec_form_reading_plain_weights_matches_numpy(case):
+    """The weights as they are (OC, C, KH, KW), not packed: a strided read per vector."""
+    args, inputs, want, out = cvec_case(case, False)
+    space = te.autotune.conv2d_space(out)
+    check(space.default(), args, inputs, want, out, "default")
+
+
+def test_the_gemm_has_no_padding_columns_and_reads_packed_weights_as_vectors():
+    args, _, _, out = cvec_case(CASES[0], True)
+    gemm = C.by_tag(C.producer_ops(out), ("conv2d_gemm",))
+    assert gemm.attrs == {"tile": (16, 6), "form": "cvec"}
+    # (batch, channel tiles, pixels: 196 rounded up to 6, channels in the tile)
+    assert [int(d.value) for d in gemm.output(0).shape] == [1, 2, 198, 16]
+    ir = str(te.lower(te.autotune.schedule_conv2d(out), args))
+    assert "P[" in ir and "W[" not in ir
+
+
+def test_the_layout_heuristic(monkeypatch):
+    """'channels' first where one image's packed input fits in L2 and there are at least
+    4 channel tiles; else the 'reduce:<k>' blocks first, then 'channels' and 'pixels'."""
+    case = (1, 32, 14, 14, 64, 3, 1, 1, 1, (16, 6))
+    monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: 1 << 20)
+    layouts = te.autotune.conv2d_space(cvec_case(case, True)[3]).knobs["layout"].options
+    assert layouts == ("channels", "pixels", "reduce:16", "reduce:4", "reduce:8")
+    few = (1, 32, 14, 14, 48, 3, 1, 1, 1, (16, 6))          # 3 channel tiles
+    layouts = te.autotune.conv2d_space(cvec_case(few, True)[3]).knobs["layout"].options
+    assert layouts[:3] == ("reduce:16", "reduce:4", "reduce:8")
+    monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: 16 << 10)
+    layouts = te.autotune.conv2d_space(cvec_case(case, True)[3]).knobs["layout"].options
+    assert layouts == ("reduce:4", "reduce:8", "reduce:16", "channels", "pixels")
+
+
+def test_which_convs_the_strategy_gives_the_cvec_form(monkeypatch):
+    """On hosts of 8-lane vectors (AVX2): a 3x3 at 14x14 (the rows form computes 2 dropped
+    columns per row of 14) takes cvec with 2 vectors of channels by 6 pixels; a stem (3
+    input channels), 1x1 and grouped convs keep the rows form; AVX-512 hosts keep it."""
+    form = te.autotune.conv2d_gemm_form
+    monkeypatch.setattr(C, "vector_lanes", lambda dtype="float32": 8)
+    assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1) == ("cvec", (16, 6))
+    assert form((1, 512, 7, 7), (512, 512, 3, 3), 1, 1) == ("cvec", (16, 6))
+    assert form((1, 3, 224, 224), (64, 3, 7, 7), 2, 3)[0] == "rows"
+    assert form((1, 256, 14, 14), (1024, 256, 1, 1))[0] == "rows"
+    assert form((1, 64, 14, 14), (64, 16, 3, 3), 1, 1, 1, 4)[0] == "rows"
+    assert te.autotune.conv2d_gemm_tile((1, 256, 14, 14), (256, 256, 3, 3), 1, 1) == (16, 6)
+    assert te.autotune.conv2d_weight_tile((1, 256, 14, 14), (256, 256, 3, 3), 1, "float32",
+                                          1, 1) == 16
+    # 56 columns by 58 per row: the rows form's 4x24 tile pads ~4%, about what cvec costs
+    assert form((1, 64, 56, 56), (64, 64, 3, 3), 1, 1)[0] == "rows"
+    monkeypatch.setattr(C, "CVEC_ON", False)
+    assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1)[0] == "rows"
+    monkeypatch.setattr(C, "CVEC_ON", True)
+    monkeypatch.setattr(C, "vector_lanes", lambda dtype="float32": 16)
+    assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1)[0] == "rows"
+
+
+def test_the_strategys_cvec_conv_matches_numpy(monkeypatch):
+    """conv2d_compute + schedule_conv2d where the strategy picks cvec (forced to 8 lanes'
+    choice on any host), reading the weight packed for conv2d_weight_tile's mr."""
+    monkeypatch.setattr(C, "vector_lanes", lambda dtype="float32": 8)
+    xs, ws = (1, 16, 7, 7), (32, 16, 3, 3)
+    assert te.autotune.conv2d_gemm_form(xs, ws, 1, 1)[0] == "cvec"
+    mr = te.autotune.conv2d_weight_tile(xs, ws, 1, "float32", 1, 1)
+    X, W = te.placeholder(xs, name="X"), te.placeholder(ws, name="W")
+    P = ops.conv2d_pack_weight(W, 1, mr)
+    Pp = te.placeholder(tuple(int(d.value) for d in P.shape), name="Pp")
+    conv = te.autotune.conv2d_compute(X, W, 1, 1, packed=Pp)
+    fn = te.build(te.autotune.schedule_conv2d(conv), [X, Pp, conv])
+    pack = te.build(te.create_schedule(P.op), [W, P])
+    rng = np.random.default_rng(2)
+    x, w = _rand(rng, *xs), _rand(rng, *ws)
+    wp = np.empty(tuple(int(d.value) for d in P.shape), np.float32)
+    pack(w, wp)
+    got = np.empty((1, 32, 7, 7), np.float32)
+    fn(x, wp, got)
+    np.testing.assert_allclose(got, conv_ref(x, w, 1, 1, 1), rtol=1e-4, atol=1e-4 * 40)
+
+
+def test_bad_forms_are_refused():
+    X = te.placeholder((1, 8, 9, 9), name="X")
+    W = te.placeholder((16, 4, 3, 3), name="W")
+    with pytest.raises(ArgumentError, match=r"conv2d_nchw_gemm: form must be one of "
+                                            r"\('rows', 'cvec'\), got 'nchwc'"):
+        ops.conv2d_nchw_gemm(X, te.placeholder((16, 8, 3, 3), name="W8"), form="nchwc")
+    with pytest.raises(ArgumentError, match="conv2d_nchw_gemm: form 'cvec' needs groups 1, "
+                                            "got groups 2"):
+        ops.conv2d_nchw_gemm(X, W, groups=2, form="cvec")
