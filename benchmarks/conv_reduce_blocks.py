@@ -1,6 +1,7 @@
 """ResNet-50 at O1 with and without the conv 'reduce:<k>' layouts, against onnxruntime's
 own per-node profile, in one process: `python benchmarks/conv_reduce_blocks.py THREADS
-ROUNDS`.
+ROUNDS [reduce|cvec]`. With `cvec`, 'before' is the strategy without the conv GEMM's cvec
+form (te.autotune.conv2d.CVEC_ON off: every conv in the rows or panels form) instead.
 
 Compiles the model twice without the kernel cache ('before': the space offers no
 'reduce:<k>' layout, so every conv takes the previous heuristic's layout; 'after': as
@@ -41,17 +42,22 @@ def conv_key(step) -> tuple:
     return xs, ys, w[3] if len(w) == 6 else w[2]
 
 
-def main(threads: int, rounds: int) -> None:
+def main(threads: int, rounds: int, toggle: str = "reduce") -> None:
     import onnxruntime as ort
     runtime.set_num_threads(threads)
     model, feeds = load_model("resnet50")
     after = graph.compile(graph.from_onnx(model), level="O1", cache=False)
+    strategy = sys.modules["te.autotune.conv2d"]
     keep = SPACE._reduce_blocks
-    SPACE._reduce_blocks = lambda pack: []
+    if toggle == "cvec":
+        strategy.CVEC_ON = False
+    else:
+        SPACE._reduce_blocks = lambda pack: []
     try:
         before = graph.compile(graph.from_onnx(model), level="O1", cache=False)
     finally:
         SPACE._reduce_blocks = keep
+        strategy.CVEC_ON = True
     opts = ort.SessionOptions()
     opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
     opts.enable_profiling = True
@@ -113,4 +119,5 @@ def main(threads: int, rounds: int) -> None:
 
 if __name__ == "__main__":
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 1,
-         int(sys.argv[2]) if len(sys.argv) > 2 else 21)
+         int(sys.argv[2]) if len(sys.argv) > 2 else 21,
+         sys.argv[3] if len(sys.argv) > 3 else "reduce")

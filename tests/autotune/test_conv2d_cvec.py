@@ -105,7 +105,8 @@ def test_the_layout_heuristic(monkeypatch):
 def test_which_convs_the_strategy_gives_the_cvec_form(monkeypatch):
     """On hosts of 8-lane vectors (AVX2): a 3x3 at 14x14 (the rows form computes 2 dropped
     columns per row of 14) takes cvec with 2 vectors of channels by 6 pixels; a stem (3
-    input channels), 1x1 and grouped convs keep the rows form; AVX-512 hosts keep it."""
+    input channels), 1x1 and grouped convs keep the rows form, and so does a conv reading
+    plain (unpacked) weights; AVX-512 hosts keep it."""
     form = te.autotune.conv2d_gemm_form
     monkeypatch.setattr(C, "vector_lanes", lambda dtype="float32": 8)
     assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1) == ("cvec", (16, 6))
@@ -118,6 +119,15 @@ def test_which_convs_the_strategy_gives_the_cvec_form(monkeypatch):
                                           1, 1) == 16
     # 56 columns by 58 per row: the rows form's 4x24 tile pads ~4%, about what cvec costs
     assert form((1, 64, 56, 56), (64, 64, 3, 3), 1, 1)[0] == "rows"
+    # conv2d_compute takes cvec only where it reads packed weights
+    X, W = te.placeholder((1, 32, 14, 14), name="X"), te.placeholder((64, 32, 3, 3), name="W")
+    assert form((1, 32, 14, 14), (64, 32, 3, 3), 1, 1) == ("cvec", (16, 6))
+    plain = C.by_tag(C.producer_ops(te.autotune.conv2d_compute(X, W, 1, 1)), ("conv2d_gemm",))
+    assert plain.attrs.get("form") != "cvec"
+    P = te.placeholder((1, 4, 32, 3, 3, 16), name="P")
+    packed = C.by_tag(C.producer_ops(te.autotune.conv2d_compute(X, W, 1, 1, packed=P)),
+                      ("conv2d_gemm",))
+    assert packed.attrs == {"tile": (16, 6), "form": "cvec"}
     monkeypatch.setattr(C, "CVEC_ON", False)
     assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1)[0] == "rows"
     monkeypatch.setattr(C, "CVEC_ON", True)
