@@ -288,13 +288,10 @@ def _schedule_rows(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: Comp
         C.epilogue(s, out, found, gemm)
         C.out_loops(s, out, lanes)
     lf, lp = s[local].op.axis[-2:]
-    rc, ry, rx = s[local].op.reduce_axis
     s[local].compute_at(s[Yf], s[Yf].leaf_iter_vars[-3])
-    taps = _taps(gemm) > 1
-    order = [ry, rx, rc] if taps and cfg["reduce_order"].val == "taps_channels" \
-        else [rc, ry, rx]
+    order, unrolled = _reduce_inner(cfg, s, local.op, _taps(gemm) > 1)
     s[local].reorder(*order, lf, lp)
-    for ax in ((ry, rx, lf) if not taps or cfg["unroll_taps"].val else (lf,)):
+    for ax in (*unrolled, lf):
         s[local].unroll(ax)
     s[local].vectorize(lp)
     return s
@@ -345,12 +342,12 @@ def _gemm_reduce_blocks(cfg, s, Yf: Tensor, tile, block: int, taps: bool) -> Non
     such a divisor the channel tiles are in parallel inside each block."""
     mr, nr = tile
     n, f, p = s[Yf].op.axis
-    rc, ry, rx = s[Yf].op.reduce_axis
+    rc = s[Yf].op.reduce_axis[0]
     rco, rci = s[Yf].split(rc, factor=block)
     fo, fi = s[Yf].split(f, factor=mr)
     po, pi = s[Yf].split(p, factor=nr)
-    inner = [ry, rx, rci] if taps and cfg["reduce_order"].val == "taps_channels" \
-        else [rci, ry, rx]
+    inner, unrolled = _reduce_inner(cfg, s, Yf.op, taps)
+    inner = [rci if ax is rc else ax for ax in inner]
     chunks = _reduce_chunks(int(Yf.shape[1].value) // mr)
     if chunks > 1:
         fco, fci = s[Yf].split(fo, nparts=chunks)
@@ -359,7 +356,7 @@ def _gemm_reduce_blocks(cfg, s, Yf: Tensor, tile, block: int, taps: bool) -> Non
     else:
         s[Yf].reorder(n, rco, fo, po, *inner, fi, pi)
         s[Yf].parallel(fo)
-    for ax in ((ry, rx, fi) if not taps or cfg["unroll_taps"].val else (fi,)):
+    for ax in (*unrolled, fi):
         s[Yf].unroll(ax)
     s[Yf].vectorize(pi)
 
