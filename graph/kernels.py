@@ -4,9 +4,10 @@ compile_node(node, target, cache) builds the op's te compute on placeholders, sc
 (graph.schedule) and builds it with te.build; a node whose workload is already in `cache`
 reuses that kernel, and graph/cache.py's disk cache keeps it for the next compile.
 build_kernel schedules and builds any compute by schedule family (the
-fused groups of level O1 use it too, graph/group_kernels.py). A Kernel is called with numpy
-arrays and returns its outputs as numpy arrays. Imports numpy, te's public API and
-graph.{cache,errors,ops,schedule}.
+fused groups of level O1 use it too, graph/group_kernels.py); a kernel of at most
+SMALL_KERNEL_WORK scalar steps is compiled at LLVM's -O0 (small_kernel_target). A Kernel
+is called with numpy arrays and returns its outputs as numpy arrays. Imports numpy, te's
+public API and graph.{cache,errors,ops,schedule}.
 """
 from __future__ import annotations
 
@@ -18,6 +19,13 @@ from . import cache as disk_cache
 from .errors import GraphError
 from .ops import OPS, build_compute
 from .schedule import schedule
+
+# Scalar steps (each stage's output elements x its reduction extent, summed) up to which a
+# kernel compiles at LLVM -O0: LLVM's -O3 pipeline and machine code cost several times
+# -O0's even for a 60-element kernel, and a kernel this small runs in a few microseconds
+# either way (benchmarks/COMPILE_TIME.md: the conformance cases, shape subgraphs, tiny
+# tensors, where compiling is nearly all the cost).
+SMALL_KERNEL_WORK = 1024
 
 
 class Kernel:
@@ -65,6 +73,8 @@ def build_kernel(name: str, family: str, ins: list, outs: list, target: str,
     """Schedule the compute `ins` -> `outs` by `family` (graph.schedule) and build it.
     `workload`: what decides this kernel in the graph, its compile-cache key
     (graph/cache.py); None builds it without the cache."""
+    target = small_kernel_target(target, outs)
+
     def build(sch, args):
         return te.build(sch, args, target=target, name=name)
 
@@ -72,3 +82,29 @@ def build_kernel(name: str, family: str, ins: list, outs: list, target: str,
     func = disk_cache.build(workload, family, target, out_types,
                        lambda: schedule(family, outs, ins + outs), build)
     return Kernel(name, func, out_types)
+
+
+def kernel_work(outs: list) -> int:
+    """Scalar steps of the computes `outs` and every stage they read: per stage its output
+    elements times its reduction extent (placeholders count nothing)."""
+    total, todo, seen = 0, [t.op for t in outs], set()
+    while todo:
+        op = todo.pop()
+        if id(op) in seen or not hasattr(op, "reduce_axis"):
+            continue
+        seen.add(id(op))
+        steps = 1
+        for iv in (*op.axis, *op.reduce_axis):
+            extent = iv.dom.extent
+            steps *= int(extent.value) if hasattr(extent, "value") else SMALL_KERNEL_WORK + 1
+        total += steps
+        todo.extend(t.op for t in op.input_tensors)
+    return total
+
+
+def small_kernel_target(target: str, outs: list) -> str:
+    """`target` with -opt-level=0 where the kernel computing `outs` takes at most
+    SMALL_KERNEL_WORK scalar steps (an LLVM CPU target that names no opt level itself)."""
+    if target.split()[0] != "llvm" or "-opt-level" in target:
+        return target
+    return f"{target} -opt-level=0" if kernel_work(outs) <= SMALL_KERNEL_WORK else target
