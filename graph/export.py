@@ -44,7 +44,7 @@ def export_library(m, path) -> None:
             prefix = f"__graph_k{len(symbols)}_"
             symbols[id(func)] = prefix + func.entry_name
             objects.append(os.path.join(tmp, f"k{len(symbols)}.o"))
-            _write(objects[-1], _kernel_object(func, prefix))
+            _write(objects[-1], _kernel_object(call.kernel, prefix))
         digest = hashlib.sha256()
         stem = os.path.join(directory, f".graph_export_{os.getpid()}_{threading.get_ident()}")
         tmp_weights, tmp_library = stem + ".weights", stem + ".so"
@@ -75,15 +75,16 @@ def _write(path: str, data: bytes) -> None:
         handle.write(data)
 
 
-def _kernel_object(func, prefix: str) -> bytes:
-    """The object code of kernel `func` (a runtime.Module) with its symbols prefixed: its
-    optimized IR, compiled for the CPU and features it was built for (the host's when it
-    came from the compile cache)."""
+def _kernel_object(kernel, prefix: str) -> bytes:
+    """The object code of `kernel` (a graph.kernels.Kernel) with its symbols prefixed: its
+    optimized IR, compiled for the CPU, features and opt level it was built for (the
+    host's CPU when it came from the compile cache)."""
+    func = kernel.func
     library = func.library
     ll = cpu.prefix_symbols(func.get_source("ll"), prefix)
     if isinstance(library, cpu.CpuLibrary):
         return cpu.emit_object(ll, library.cpu, library.features, library.opt_level)
-    return cpu.emit_object(ll)
+    return cpu.emit_object(ll, opt_level=kernel.opt_level)
 
 
 def _weight_offsets(constants: list) -> tuple:

@@ -31,10 +31,17 @@ SMALL_KERNEL_WORK = 1024
 class Kernel:
     """A built single-node kernel: __call__(*inputs) -> list of output arrays."""
 
-    def __init__(self, name: str, func, out_types: list):
+    def __init__(self, name: str, func, out_types: list, target: str = "llvm"):
         self.name = name
         self.func = func
         self.out_types = out_types  # [(dtype, te shape as ints)] as the kernel writes them
+        self.target = target        # what it was built for (small_kernel_target's)
+
+    @property
+    def opt_level(self) -> int:
+        """The LLVM opt level of its code: export_library compiles a kernel loaded from
+        the compile cache from its stored IR at this level, to the same machine code."""
+        return int(te.target.parse_target(self.target).get("opt-level", 3))
 
     def __call__(self, *inputs) -> list:
         outs = [np.empty(shape, dtype=dtype) for dtype, shape in self.out_types]
@@ -81,7 +88,7 @@ def build_kernel(name: str, family: str, ins: list, outs: list, target: str,
     out_types = [(t.dtype, tuple(int(d.value) for d in t.shape)) for t in outs]
     func = disk_cache.build(workload, family, target, out_types,
                        lambda: schedule(family, outs, ins + outs), build)
-    return Kernel(name, func, out_types)
+    return Kernel(name, func, out_types, target)
 
 
 def kernel_work(outs: list) -> int:
