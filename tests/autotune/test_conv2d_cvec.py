@@ -88,15 +88,25 @@ def test_the_gemm_has_no_padding_columns_and_reads_packed_weights_as_vectors():
 
 
 def test_the_layout_heuristic(monkeypatch):
-    """'channels' first where one image's packed input fits in L2 and there are at least
-    4 channel tiles; else the 'reduce:<k>' blocks first, then 'channels' and 'pixels'."""
-    case = (1, 32, 14, 14, 64, 3, 1, 1, 1, (16, 6))
+    """'channels' first where one image's packed input fits in L2, a channel tile's
+    weights take at most half of it and there are at least 4 channel tiles; else the
+    'reduce:<k>' blocks first (the largest k whose input takes at most a quarter of L2 and
+    that leaves 4 blocks), then 'channels' and 'pixels'."""
+    case = (1, 32, 14, 14, 64, 3, 1, 1, 1, (16, 6))   # a tile's weights: 16*32*9*4 bytes
     monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: 1 << 20)
     layouts = te.autotune.conv2d_space(cvec_case(case, True)[3]).knobs["layout"].options
-    assert layouts == ("channels", "pixels", "reduce:16", "reduce:4", "reduce:8")
+    assert layouts == ("channels", "pixels", "reduce:8", "reduce:4", "reduce:16")
     few = (1, 32, 14, 14, 48, 3, 1, 1, 1, (16, 6))          # 3 channel tiles
     layouts = te.autotune.conv2d_space(cvec_case(few, True)[3]).knobs["layout"].options
-    assert layouts[:3] == ("reduce:16", "reduce:4", "reduce:8")
+    assert layouts[:3] == ("reduce:8", "reduce:4", "reduce:16")
+    # the input (32 x 16 x 16 floats, 32 KiB) fits, a tile's 18 KiB of weights do not
+    # fit in half of it
+    monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: 35 << 10)
+    layouts = te.autotune.conv2d_space(cvec_case(case, True)[3]).knobs["layout"].options
+    assert layouts == ("reduce:8", "reduce:4", "reduce:16", "channels", "pixels")
+    monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: 37 << 10)   # they do: 18.5 KiB
+    layouts = te.autotune.conv2d_space(cvec_case(case, True)[3]).knobs["layout"].options
+    assert layouts[0] == "channels"
     monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: 16 << 10)
     layouts = te.autotune.conv2d_space(cvec_case(case, True)[3]).knobs["layout"].options
     assert layouts == ("reduce:4", "reduce:8", "reduce:16", "channels", "pixels")
