@@ -8,7 +8,8 @@ te.autotune.conv2d_compute + schedule_conv2d with a relu epilogue, the weights p
 as graph.compile packs them), onnxruntime's median for a one-node Conv + Relu model (weights
 an initializer, as in the model) with the same thread count, alternating round by round:
 the whole run, and its Conv node alone (its profile's kernel time: a one-node session also
-converts NCHW to its blocked layout and back, which a model does once), the ratio (the
+converts NCHW to its blocked layout and back, which a model does once; above 1 thread
+ours waits graph_run.SETTLE_S after onnxruntime's runs, whose workers spin), the ratio (the
 node's time / ours), GFLOP/s and the compile time; then the count-weighted totals. Medians
 (of the per-round ratios for the ratio), or with --best minimums over the rounds. Prints
 a markdown table.
@@ -132,6 +133,8 @@ def measure(xs, ws, attr, threads: int, rounds: int, best: bool = False) -> dict
         for _ in range(3):
             sess.run(None, feeds)
         theirs.append((time.perf_counter() - t0) / 3)
+        if threads > 1:   # its intra-op workers spin after a run, taking a core from ours
+            time.sleep(graph_run.SETTLE_S)
     node = conv_node_times(sess)[-3 * rounds:]
     node = [stat(node[3 * k:3 * k + 3]) for k in range(rounds)]
     flops = 2.0 * y.size * np.prod(ws[1:])
