@@ -200,8 +200,8 @@ def _define_cvec(cfg, gemm: ComputeOp, pack: ComputeOp) -> None:
     there are CVEC_MIN_TILES channel tiles to share out; 'pixels' (pixel tiles in
     parallel, channel tiles inside); 'reduce:<k>' (blocks of k input channels outermost,
     as the rows form's, sizes from _reduce_blocks, the first making CVEC_MIN_BLOCKS
-    blocks): first otherwise. (512 channels x 3 x 3 at 7 x 7: a tile's 295 KB of weights
-    and the 166 KB input crowd a 512 KB L2, and 'reduce:128' ran 6-12% faster.)"""
+    blocks): first otherwise. (A 3x3 conv over 512 channels at 7 x 7: a tile's weights
+    and the input together nearly fill L2; benchmarks/CONV_SHAPES.md has the timings.)"""
     tiles = int(gemm.output(0).shape[1].value)
     reduce = [f"reduce:{k}" for k in _reduce_blocks(pack, min_blocks=CVEC_MIN_BLOCKS)]
     mr = gemm.attrs["tile"][0]
