@@ -59,7 +59,8 @@ def build(xs, ws, attr, cvec: bool, layout: str | None = None):
 
 
 def layouts_of(xs, ws, attr, shape) -> list:
-    """The cvec form's layouts for the conv reading weights packed as `shape`."""
+    """The 'layout' options of the conv's space (the GEMM form the strategy gives it,
+    cvec where CVEC_ON allows) reading weights packed as `shape`."""
     X = te.placeholder(xs, name="X")
     conv = te.autotune.conv2d_compute(X, te.placeholder(ws, name="W"), attr["strides"],
                                       attr["padding"], attr["dilation"], attr["groups"],

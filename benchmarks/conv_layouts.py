@@ -22,33 +22,24 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]
 
 import numpy as np  # noqa: E402
 
+import conv_forms  # noqa: E402
 import graph_convs  # noqa: E402
 import graph_run  # noqa: E402
 import runtime  # noqa: E402
-import te  # noqa: E402
-from te.autotune.conv2d_space import conv2d_schedule, conv2d_space  # noqa: E402
 
 THREADS = (1, 2)
 
 
 def candidates(xs, ws, attr):
-    """(weight-pack fn, packed shape, {layout: fn}, output shape) of the conv + relu."""
-    _, pack, shape, _ = graph_convs.build(xs, ws, attr)
-    X = te.placeholder(xs, name="X")
-    packed = te.placeholder(shape, name="Wp")
-    conv = te.autotune.conv2d_compute(X, te.placeholder(ws, name="W"), attr["strides"],
-                                      attr["padding"], attr["dilation"], attr["groups"],
-                                      packed=packed)
-    out = te.compute(conv.shape, lambda *i: te.max(conv(*i), 0.0), name="relu",
-                     tag="elemwise")
-    space = conv2d_space(out)
-    if "layout" not in space.knobs:
+    """(weight-pack fn, packed shape, {layout: fn}, output shape) of the conv + relu in the
+    strategy's own form (conv_forms.build with the cvec form allowed), or None where its
+    space has no 'layout' knob (the direct forms)."""
+    _, pack, shape, oshape = conv_forms.build(xs, ws, attr, True)
+    if shape is None:
         return None
-    fns = {}
-    for layout in space.knobs["layout"].options:
-        cfg = te.autotune.ConfigEntity(space, dict(space.default().values, layout=layout))
-        fns[layout] = te.build(conv2d_schedule(cfg, out), [X, packed, out])
-    return pack, shape, fns, tuple(int(d.value) for d in conv.shape)
+    layouts = conv_forms.layouts_of(xs, ws, attr, shape)
+    fns = {layout: conv_forms.build(xs, ws, attr, True, layout)[0] for layout in layouts}
+    return pack, shape, fns, oshape
 
 
 def main(argv=None) -> int:
