@@ -99,8 +99,8 @@ def test_the_layout_heuristic(monkeypatch):
     few = (1, 32, 14, 14, 48, 3, 1, 1, 1, (16, 6))          # 3 channel tiles
     layouts = te.autotune.conv2d_space(cvec_case(few, True)[3]).knobs["layout"].options
     assert layouts[:3] == ("reduce:8", "reduce:4", "reduce:16")
-    # the input (32 x 16 x 16 floats, 32 KiB) fits, a tile's 18 KiB of weights do not
-    # fit in half of it
+    # the input (32 x 16 x 16 floats, 32 KiB) fits in a 35 KiB L2, a tile's 18 KiB of
+    # weights do not fit in half of it (17.5 KiB)
     monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: 35 << 10)
     layouts = te.autotune.conv2d_space(cvec_case(case, True)[3]).knobs["layout"].options
     assert layouts == ("reduce:8", "reduce:4", "reduce:16", "channels", "pixels")
