@@ -36,6 +36,10 @@ MIN_REDUCE_BLOCK = 4    # the fewest input channels per block of the 'reduce:<k>
 REDUCE_CHUNKS = 4       # the most chunks of channel tiles in parallel ('reduce:<k>')
 CVEC_MIN_TILES = 4      # channel tiles the cvec form's 'channels' layout needs to share out
 CVEC_MIN_BLOCKS = 4     # input-channel blocks the cvec form's first 'reduce:<k>' makes at least
+# blocks of pixel panels the 1x1 heuristic's 'blocks:<b>' leaves at least, else b is 1: the
+# threads claim blocks as they go, and with few of them the last round leaves threads idle
+# (7 blocks on 2 threads: one runs 4; benchmarks/CONV_SHAPES.md)
+MIN_PANEL_BLOCKS = 16
 
 
 def conv2d_key(out) -> str:
@@ -396,12 +400,14 @@ def _define_panels(cfg, gemm: ComputeOp, pack: ComputeOp) -> None:
     """A 1x1 conv's knobs, the heuristic's choice first: 'layout' is 'channels' (channel
     tiles outermost, where one image's packed input fits in L2) or 'blocks:<b>' (blocks of
     b pixel panels in parallel; the heuristic's b is the largest divisor of the panel count
-    up to C.PANEL_BLOCK that leaves at least 4 blocks); 'reduce_unroll' channel steps."""
+    up to C.PANEL_BLOCK that leaves at least MIN_PANEL_BLOCKS blocks, else 1);
+    'reduce_unroll' channel steps."""
     panels = int(pack.output(0).shape[1].value)
     sizes = [b for b in range(1, min(panels, MAX_PANEL_BLOCK) + 1) if panels % b == 0]
-    # a divisor of the panel count (a partial block would guard every tile), leaving at
-    # least 4 blocks to share out where it can
-    best = max(b for b in sizes if b <= C.PANEL_BLOCK and (b == 1 or panels // b >= 4))
+    # a divisor of the panel count (a partial block would guard every tile), leaving
+    # enough blocks to share out evenly, or single panels
+    best = max(b for b in sizes
+               if b <= C.PANEL_BLOCK and (b == 1 or panels // b >= MIN_PANEL_BLOCKS))
     blocks = [f"blocks:{b}" for b in [best] + [b for b in sizes if b != best]]
     cfg.define_knob("layout", ["channels", *blocks] if _channels_outer(pack)
                     else [*blocks, "channels"])

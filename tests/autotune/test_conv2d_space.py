@@ -10,7 +10,7 @@ import pytest
 import te
 from runtime import cache_sizes
 from te.autotune import conv2d as C
-from te.autotune.conv2d_space import conv2d_schedule
+from te.autotune.conv2d_space import MIN_PANEL_BLOCKS, conv2d_schedule
 from te.autotune.space import ConfigEntity
 from te.errors import ArgumentError
 
@@ -103,8 +103,9 @@ def test_the_spaces_knobs_per_form_with_the_heuristics_choice_first():
 
 def test_large_images_default_to_pixel_tiles_and_the_heuristics_panel_block():
     """Where one image's packed input exceeds L2 the heuristic puts pixel tiles (3x3) or
-    blocks of panels (1x1: the largest divisor of the panel count up to 7 leaving 4 blocks)
-    outermost, and that is option 0; the other layouts follow."""
+    blocks of panels (1x1: the largest divisor of the panel count up to 7 leaving
+    MIN_PANEL_BLOCKS blocks, else single panels) outermost, and that is option 0; the other
+    layouts follow."""
     rows = te.autotune.conv2d_space(conv_bias_relu(1, 70, 59, 60, 5, 3, 1, 1)[3])
     layouts = rows.knobs["layout"].options
     assert layouts[0] == "whole_pixels" and layouts[-2:] == ("blocks", "whole_channels")
@@ -114,11 +115,29 @@ def test_large_images_default_to_pixel_tiles_and_the_heuristics_panel_block():
     layouts = space.knobs["layout"].options
     nr = out.op.input_tensors[0].op.input_tensors[0].op.attrs["tile"][1]
     panels = -(-61 * 61 // nr)
-    best = max(b for b in range(1, 8) if panels % b == 0 and (b == 1 or panels // b >= 4))
+    best = max(b for b in range(1, 8)
+               if panels % b == 0 and (b == 1 or panels // b >= MIN_PANEL_BLOCKS))
     assert layouts[0] == f"blocks:{best}" and layouts[-1] == "channels"
     assert sorted(int(x.split(":")[1]) for x in layouts[:-1]) == \
         [b for b in range(1, 17) if panels % b == 0]
     assert space.knobs["reduce_unroll"].options == (1, 2, 4)    # 72 channels
+
+
+def test_the_panel_blocks_leave_enough_blocks_to_share_out():
+    """A 28 x 28 1x1 conv has 49 panels of 16 pixels (33 of 24, 25 of 32): blocks of 7
+    would leave 7 blocks, and on 2 threads one thread runs 4 of them, so the heuristic
+    takes single panels; a 56 x 56 one (196 panels of 16) keeps blocks of 7 (28 blocks)."""
+    assert MIN_PANEL_BLOCKS == 16
+    for size in (28, 56):
+        out = conv_bias_relu(1, 1024, size, size, 64, 1, 1, 0)[3]   # input far above L2
+        nr = out.op.input_tensors[0].op.input_tensors[0].op.attrs["tile"][1]
+        panels = -(-size * size // nr)
+        block = int(te.autotune.conv2d_space(out).knobs["layout"].options[0].split(":")[1])
+        assert panels % block == 0 and (block == 1 or panels // block >= 16), (size, nr)
+        if size == 28:
+            assert block == 1, nr
+        elif nr == 16:
+            assert block == 7
 
 
 @pytest.mark.parametrize("case", SMALL, ids=["rows", "panels", "grouped"])
