@@ -15,6 +15,11 @@ from .micro_kernel import (lanes_innermost, parallel_loops, rfactor_lanes, stati
                            tensor_loads, vector_lanes)
 from .stages import PREFETCH, streamed_reduction_input
 
+# A reduction whose reader runs fewer rows than this, each reading many of its values (a
+# dense layer's bias on a batch of 1: one row of 1000 dot products), goes to root, where
+# its own loop over those values is parallel; at the reader's row loop it ran on one thread
+MIN_READER_ROWS = 8
+
 
 def row_reduction_inputs(op) -> list:
     """The inputs of a one-output reduction over one axis k that reads every tensor with k
@@ -121,7 +126,7 @@ def place_reduction(cfg, s, op, g) -> None:
     folded = _fold_partials(s, op, vector_lanes(op.output_dtype(0))) if rf is not None \
         else None
     partial_stages = [t for t in (rf, folded) if t is not None]
-    if cfg[pfx + ".at"].val != "reader" or loop is None:
+    if cfg[pfx + ".at"].val != "reader" or loop is None or _few_rows_of_many(op, reader):
         _reduction_at_root(cfg, s, op, pfx, partial_stages)
         return
     for t in partial_stages:
@@ -135,6 +140,18 @@ def place_reduction(cfg, s, op, g) -> None:
         s[rf].prefetch(streamed, s[rf].op.reduce_axis[0], -(-rext // step), locality)
     st.compute_at(s[reader], loop)
     g.attached[op] = reader
+
+
+def _few_rows_of_many(op, reader) -> bool:
+    """Whether `reader`'s row loop (its axes but the last) runs fewer than
+    MIN_READER_ROWS rows while `op` has more than one value per row."""
+    rows = 1
+    for iv in reader.axis[:-1]:
+        rows *= static_extent(iv)
+    values = 1
+    for iv in op.axis:
+        values *= static_extent(iv)
+    return rows < MIN_READER_ROWS and values > rows
 
 
 def _define_placed_reduction(cfg, op, pfx: str, prefetched: set):

@@ -591,3 +591,36 @@ def test_a_dense_layer_over_few_rows_builds_with_the_default_config():
     a, b, c = inputs
     (out,) = _run(s, args, inputs)
     np.testing.assert_allclose(out, a @ b.T + c, rtol=1e-4, atol=1e-3)
+
+
+def _dense_bias_relu(batch: int):
+    A = te.placeholder((batch, 333), name="A")
+    W = te.placeholder((517, 333), name="W")
+    B = te.placeholder((517,), name="B")
+    k = te.reduce_axis((0, 333), name="k")
+    C = te.compute((batch, 517), lambda i, j: te.sum(A[i, k] * W[j, k], axis=k), name="dense")
+    out = te.compute((batch, 517), lambda i, j: te.max(C[i, j] + B[j], 0.0), name="bias_relu",
+                     tag="broadcast")
+    return [A, W, B, out]
+
+
+@pytest.mark.parametrize("batch, parallel_loop", [(1, "(i.j.fused, 0, 517)"),
+                                                  (3, "(i.j.fused, 0, 1551)"), (9, "(i")])
+def test_a_dense_layer_on_a_few_rows_runs_its_dot_products_in_parallel(batch, parallel_loop):
+    """A dense layer + bias on a batch of 1 (a classifier's head: 8-400 MB of weights read
+    once) reads the dot products in one row of the bias: at that row loop they ran on one
+    thread. Below MIN_READER_ROWS rows the reduction goes to root, its own loop over the
+    dot products parallel; from there on the reader's rows are shared out."""
+    args = _dense_bias_relu(batch)
+    space = ConfigSpace()
+    auto_schedule(space, args[-1], args)
+    assert space.default()["dense.at"].val == "reader"
+    s, sargs = auto_schedule(space.default(), args[-1], args)
+    lowered = str(te.lower(s, sargs))
+    first = next(line for line in lowered.splitlines() if "parallel for (" in line)
+    assert first.strip().startswith("parallel for " + parallel_loop), lowered
+    rng = np.random.default_rng(batch)
+    a, w, b = (rand_array(t.shape, rng=rng) for t in args[:3])
+    got = np.empty((batch, 517), np.float32)
+    te.build(s, sargs)(a, w, b, got)
+    np.testing.assert_allclose(got, np.maximum(a @ w.T + b, 0.0), rtol=1e-4, atol=1e-4)
