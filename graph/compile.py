@@ -97,4 +97,5 @@ def _group_step(group, kernel) -> Step:
     outs = ", ".join(f"%{v.name}: {v.type_str}" for v in group.outputs)
     name = kernel.name if kernel is not None else "view"
     return Step(kernel, tuple(group.inputs), tuple(group.outputs), tuple(group.ops),
-                group.outputs[0].name, f"{name}: {', '.join(group.ops)} -> {outs}")
+                group.outputs[0].name, f"{name}: {', '.join(group.ops)} -> {outs}",
+                group.is_slices_concat)

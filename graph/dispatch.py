@@ -48,7 +48,8 @@ class Dispatch:
                 continue
             _check_callable(step)
             ps = PlanStep(tuple(step.inputs), tuple(step.outputs), step.kernel.name,
-                          elementwise=len(step.outputs) == 1 and pointwise_ops(step.ops))
+                          elementwise=len(step.outputs) == 1 and pointwise_ops(step.ops),
+                          slices=step.slices_concat)
             plan_steps.append(ps)
             step_of[id(ps)] = k
         self.memory_plan = plan(plan_steps, graph.inputs, graph.constants, graph.outputs)
@@ -61,7 +62,8 @@ class Dispatch:
         locations = self.memory_plan.locations
         self._results = _results(graph.outputs, locations)
         self.calls = [self._call(step_of[id(ps)], steps[step_of[id(ps)]], locations)
-                      for ps in self.memory_plan.order if id(ps) in step_of]
+                      for ps in self.memory_plan.order
+                      if id(ps) in step_of and id(ps) not in self.memory_plan.elided]
 
     def _call(self, index: int, step, locations: dict) -> Call:
         args, slots = [], []

@@ -32,6 +32,7 @@ class Step:
     ops: tuple
     name: str   # the node's name, or the fused group's output value's
     text: str   # its line in str(Module)
+    slices_concat: bool = False  # a concatenate of contiguous blocks (graph.fuse)
 
     @property
     def kernel_name(self) -> str:

@@ -45,6 +45,23 @@ class Group:
     def ops(self) -> list:
         return [n.op for n in self.nodes]
 
+    @property
+    def is_slices_concat(self) -> bool:
+        return len(self.nodes) == 1 and slices_concat(self.nodes[0])
+
+
+def slices_concat(node: Node) -> bool:
+    """Whether `node` concatenates two or more distinct, non-empty values each of which is
+    one contiguous block of its output (every dim before the axis is 1, row-major), so
+    that their producers may write them there (graph.plan) and the copy is not needed."""
+    if node.op != "concatenate" or len(node.inputs) < 2 or \
+            len({id(v) for v in node.inputs}) != len(node.inputs):
+        return False
+    axis = node.attr["axis"]
+    shape = node.outputs[0].shape
+    return all(d == 1 for d in shape[:axis]) and \
+        all(all(isinstance(d, int) and d > 0 for d in v.shape) for v in node.inputs)
+
 
 def fusion_pattern(node: Node) -> Pattern:
     """The node's kind for fusion: its op's kind, but OPAQUE (kept alone) for views and for

@@ -3,8 +3,10 @@
 At O0 the steps are the nodes (each its own kernel); at O1 and O2 the fused groups of
 graph.passes.optimize + graph.fuse (a reshape group is a view). A step may write over an
 input (in place) when every op it runs is elementwise or broadcasting (graph.ops.Pattern):
-such a kernel reads an input of the output's shape only at the index it writes. The plan
-(graph.plan) orders the steps, gives lifetimes and arena offsets; O2 runs over it.
+such a kernel reads an input of the output's shape only at the index it writes. A lone
+concatenate of contiguous blocks (graph.fuse.slices_concat) may have its inputs written in
+place by their producers (O1 and O2). The plan (graph.plan) orders the steps, gives
+lifetimes and arena offsets; O2 runs over it.
 Imports graph.{errors,fuse,ir,ops,passes,plan}.
 """
 from __future__ import annotations
@@ -45,7 +47,8 @@ def group_plan_step(group) -> PlanStep:
     """The PlanStep of a fused group (graph.fuse.Group)."""
     return PlanStep(tuple(group.inputs), tuple(group.outputs), "+".join(group.ops),
                     view=group.is_view,
-                    elementwise=len(group.outputs) == 1 and pointwise_ops(group.ops))
+                    elementwise=len(group.outputs) == 1 and pointwise_ops(group.ops),
+                    slices=group.is_slices_concat)
 
 
 def pointwise_ops(ops) -> bool:

@@ -54,7 +54,8 @@ class O2Module(Module):
         super().__init__(graph, steps, "O2", target)
         plan_steps, calls = _plan_steps(steps)
         self.memory_plan = plan(plan_steps, graph.inputs, graph.constants, graph.outputs)
-        self.calls = [calls[id(s)] for s in self.memory_plan.order if id(s) in calls]
+        self.calls = [calls[id(s)] for s in self.memory_plan.order
+                      if id(s) in calls and id(s) not in self.memory_plan.elided]
         locations = self.memory_plan.locations
         self._arena_buffer = np.zeros(self.memory_plan.arena_bytes + ALIGNMENT, np.uint8)
         start = -self._arena_buffer.ctypes.data % ALIGNMENT
@@ -179,7 +180,8 @@ def _plan_steps(steps: list) -> tuple:
             raise GraphError(f"graph.compile O2: step '{step.name}' runs a "
                              f"{type(step.kernel).__name__}, which O2 cannot call natively")
         ps = PlanStep(tuple(step.inputs), tuple(step.outputs), step.kernel.name,
-                      elementwise=len(step.outputs) == 1 and pointwise_ops(step.ops))
+                      elementwise=len(step.outputs) == 1 and pointwise_ops(step.ops),
+                      slices=step.slices_concat)
         plan_steps.append(ps)
         calls[id(ps)] = Call(step.kernel, tuple(step.inputs), tuple(step.outputs))
     return plan_steps, calls

@@ -10,6 +10,11 @@ writes nothing) and returns a MemoryPlan:
            keeps the order whose arena is smallest (ties: the order given);
   in-place an elementwise step writes its output over an input of the same dtype and shape
            whose storage it reads last (merged into one buffer, its lifetime the union);
+  concat   a concatenate of contiguous blocks (PlanStep.slices) has its inputs written by
+           their producers straight into its output's buffer, each at its block's offset
+           (nested ones too: DenseNet's growing concatenations are one buffer), and does not
+           run (MemoryPlan.elided); where every input is an intermediate of the arena that
+           no other such concatenate took;
   offsets  best-fit over size and lifetime: buffers placed one by one (several placement
            orders tried, the smallest arena kept), each in the smallest gap left by the
            buffers whose lifetimes overlap it, or above them all; sizes and offsets are
@@ -27,6 +32,7 @@ from .order import schedule_orders
 from .plan_report import MemoryPlan, TensorPlan
 
 ALIGNMENT = 64  # bytes: a cache line, and what AVX-512 loads want
+CONCAT_IN_PLACE = True  # (benchmarks turn it off to compare)
 
 
 @dataclass(frozen=True)
@@ -34,12 +40,15 @@ class PlanStep:
     """What the planner knows of one step: the values it reads and writes; `view` when it
     writes nothing (its one output is its one input in another shape); `elementwise` when
     its kernel reads an input of the output's dtype and shape only at the index it writes
-    (so it may write its output over that input); `label` names it in the report."""
+    (so it may write its output over that input); `slices` when it concatenates its inputs
+    as contiguous blocks of its one output, in order (graph.fuse.slices_concat); `label`
+    names it in the report."""
     inputs: tuple
     outputs: tuple
     label: str
     view: bool = False
     elementwise: bool = False
+    slices: bool = False
 
 
 def nbytes(v) -> int:
@@ -52,10 +61,13 @@ def aligned(n: int) -> int:
 
 class _Storage:
     """Who owns each value's memory: root[id(v)] is the value whose buffer holds v (itself,
-    or a view's source's root); external roots are inputs and constants; out_root maps a
-    root holding a graph output to that output's index."""
+    a view's source's root, or the root of the concatenation whose block it is), at byte
+    offset[id(v)] in it; external roots are inputs and constants; out_root maps a root
+    holding a graph output to that output's index; elided holds the ids of the concatenate
+    steps whose blocks their producers write in place (concat)."""
 
-    def __init__(self, steps: list, inputs: list, constants: list, outputs: list):
+    def __init__(self, steps: list, inputs: list, constants: list, outputs: list,
+                 concat: bool = True):
         self.root = {id(v): v for v in list(inputs) + list(constants)}
         self.external = {id(v) for v in self.root.values()}
         for step in steps:
@@ -68,17 +80,60 @@ class _Storage:
             r = self.root[id(v)]
             if id(r) not in self.external:
                 self.out_root.setdefault(id(r), k)
+        self.offset: dict = {}
+        self.elided: set = set()
+        self.blocks: set = set()    # ids of the values moved into a concatenation
+        if concat:
+            self._concat_in_place(steps)
 
     def in_arena(self, v) -> bool:
         r = self.root[id(v)]
         return id(r) not in self.external and id(r) not in self.out_root
 
+    def _own_intermediate(self, v, taken: dict) -> bool:
+        """Whether v holds its own arena buffer that no concatenation took yet."""
+        return self.root[id(v)] is v and self.in_arena(v) and id(v) not in taken
+
+    def _concat_in_place(self, steps: list) -> None:
+        """Each concatenate of contiguous blocks whose output and inputs are arena
+        intermediates of their own: every value rooted at an input moves into the output's
+        root, at the input's block offset; the step is elided."""
+        parent: dict = {}   # id(input) -> (the concatenation's output, byte offset)
+        for step in steps:
+            if not step.slices or step.view:
+                continue
+            (out,) = step.outputs
+            # every block starts on an ALIGNMENT boundary, as every buffer of the arena does
+            if not (self.root[id(out)] is out and self.in_arena(out)) or not all(
+                    self._own_intermediate(v, parent) and v.dtype == out.dtype
+                    for v in step.inputs) or any(nbytes(v) % ALIGNMENT
+                                                 for v in step.inputs[:-1]):
+                continue
+            at = 0
+            for v in step.inputs:
+                parent[id(v)] = (out, at)
+                at += nbytes(v)
+            self.elided.add(id(step))
+        if not parent:
+            return
+        for key, r in list(self.root.items()):
+            at = 0
+            if id(r) in parent:
+                self.blocks.add(key)
+            while id(r) in parent:
+                r, step_at = parent[id(r)]
+                at += step_at
+            self.root[key] = r
+            if at:
+                self.offset[key] = at
+
 
 def plan(steps: list, inputs: list, constants: list, outputs: list, reorder: bool = True,
          inplace: bool = True) -> MemoryPlan:
     """The MemoryPlan of `steps` (PlanSteps in a valid order) of a graph with these inputs,
-    constants and outputs (graph Values)."""
-    storage = _Storage(steps, inputs, constants, outputs)
+    constants and outputs (graph Values); `inplace=False` writes no value over another
+    and no concatenation's blocks in place."""
+    storage = _Storage(steps, inputs, constants, outputs, concat=inplace and CONCAT_IN_PLACE)
     candidates = [("given", list(steps))]
     if reorder:
         candidates += schedule_orders(steps, storage, nbytes)
@@ -107,15 +162,21 @@ def _layout(order: list, storage: _Storage, inplace: bool) -> tuple:
     """(arena bytes, [_Buffer] placed, lower bound) of the steps run in `order`."""
     last_use: dict = {}
     for k, step in enumerate(order):
-        if not step.view:
+        if not step.view and id(step) not in storage.elided:
             for v in step.inputs:
                 last_use[id(storage.root[id(v)])] = k
     buffers: dict = {}  # id(root) -> _Buffer
     for k, step in enumerate(order):
-        if step.view:
+        if step.view or id(step) in storage.elided:
             continue
         for v in step.outputs:
             if not storage.in_arena(v):
+                continue
+            r = storage.root[id(v)]
+            if r is not v:     # a block of a concatenation: its buffer starts here
+                if id(r) not in buffers:
+                    buffers[id(r)] = _Buffer([r], aligned(nbytes(r)), k,
+                                             last_use.get(id(r), k))
                 continue
             host = _inplace_host(step, k, v, storage, buffers, last_use) if inplace else None
             if host is not None:
@@ -211,7 +272,11 @@ def _report(order, storage, buffers, arena, lower_bound, tried, heuristic,
     for step in order:
         for v in step.outputs:
             r = storage.root[id(v)]
-            view = f"view of %{r.name}" if r is not v else ""
+            at = storage.offset.get(id(v), 0)
+            view = "" if r is v else f"block of %{r.name} at +{at}" \
+                if id(v) in storage.blocks else f"view of %{r.name}"
+            if id(step) in storage.elided:
+                view = ", ".join(x for x in (view, "its blocks written in place") if x)
             if id(r) in storage.external:
                 where, offset, note = locations[id(r)][0], None, view
                 locations[id(v)] = locations[id(r)]
@@ -222,14 +287,14 @@ def _report(order, storage, buffers, arena, lower_bound, tried, heuristic,
                 locations[id(v)] = ("output", k)
             else:
                 b = of_buffer[id(r)]
-                where, offset = "arena", b.offset
-                at = b.values.index(r)
-                note = view or (f"in place of %{b.values[at - 1].name}" if at else "")
-                locations[id(v)] = ("arena", b.offset)
+                where, offset = "arena", b.offset + at
+                k = b.values.index(r)
+                note = view or (f"in place of %{b.values[k - 1].name}" if k else "")
+                locations[id(v)] = ("arena", offset)
             tensors.append(TensorPlan(v, step.label, nbytes(v), first[id(v)],
                                       last.get(id(v), first[id(v)]), where, offset, note))
     naive = sum(aligned(nbytes(v)) for step in order if not step.view
                 for v in step.outputs if storage.in_arena(v))
     return MemoryPlan(order, tensors, locations, arena, naive, lower_bound, heuristic,
                       tuple(tried), ALIGNMENT, tuple(inputs), tuple(constants),
-                      tuple(outputs))
+                      tuple(outputs), frozenset(storage.elided))

@@ -40,7 +40,8 @@ class MemoryPlan:
     the most bytes live at one step (of the buffers placed, in-place merges counted once),
     `heuristic` the order kept, `tried` (heuristic, arena bytes, lower bound) of every
     order tried (the first: the order the steps came in); `inputs`, `constants`, `outputs`
-    the planned graph's (after the O1 passes at O1 and O2)."""
+    the planned graph's (after the O1 passes at O1 and O2); `elided` the ids of the steps of
+    `order` that do not run (concatenations whose blocks their producers wrote in place)."""
     order: list
     tensors: list
     locations: dict
@@ -53,6 +54,7 @@ class MemoryPlan:
     inputs: tuple
     constants: tuple
     outputs: tuple
+    elided: frozenset = frozenset()
 
     def summary(self) -> str:
         lb = self.lower_bound or 1
