@@ -115,17 +115,13 @@ def per_conv(model: str, threads: int, rounds: int) -> None:
 
 def whole(model_name: str, threads: int, rounds: int) -> None:
     import graph
-    import onnxruntime as ort
     model, feeds = graph_run.load_model(model_name)
     g = graph.from_onnx(model)
     mods = {}
     for cvec in (False, True):
         C.CVEC_ON = cvec
         mods["cvec" if cvec else "rows"] = graph.compile(g, level="O2", cache=False)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
+    sess = graph_run.ort_session(model, threads)
     refs = sess.run(None, feeds)
     for key, mod in mods.items():
         for o, r in zip(mod.run(feeds), refs):

@@ -56,13 +56,9 @@ def compile_each(g, module, name: str, values: list) -> dict:
 
 
 def time_at(model, feeds, mods: dict, threads: int, rounds: int) -> dict:
-    import onnxruntime as ort
     import runtime
     runtime.set_num_threads(threads)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
+    sess = graph_run.ort_session(model, threads)
     refs = sess.run(None, feeds)
     for v, mod in mods.items():
         for out, ref in zip(mod.run(feeds), refs):

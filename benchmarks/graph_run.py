@@ -40,6 +40,16 @@ WANTED_LEVELS = ("O0", "O1")          # what issue 16 asks for; more are run if 
 SETTLE_S = 0.2  # seconds after onnxruntime's run: its spinning workers go to sleep meanwhile
 
 
+def ort_session(model, threads: int):
+    """onnxruntime's CPU session of `model` with `threads` intra-op threads (all its graph
+    optimizations, its default)."""
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+    return ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+
+
 def load_model(name: str):
     """(onnx model, feeds) of a benchmark model."""
     sys.path[:0] = [p for p in (ROOT, TESTS_GRAPH) if p not in sys.path]
@@ -58,17 +68,12 @@ def available_levels() -> tuple:
 def child(name: str, threads: int, rounds: int) -> dict:
     """Compile and time `name` at every level, alternating with onnxruntime."""
     import numpy as np
-    import onnxruntime as ort
 
     import graph
     import runtime
     runtime.set_num_threads(threads)
     model, feeds = load_model(name)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
+    sess = ort_session(model, threads)
     refs = sess.run(None, feeds)
     g = graph.from_onnx(model)
     levels = {}

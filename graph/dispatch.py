@@ -22,7 +22,7 @@ from runtime.signature import RECORD_FIELDS
 
 from .errors import GraphError
 from .kernels import Kernel
-from .memory import pointwise_ops
+from .memory import kernel_plan_step
 from .plan import ALIGNMENT, PlanStep, plan
 
 
@@ -47,9 +47,7 @@ class Dispatch:
                 plan_steps.append(PlanStep(step.inputs, step.outputs, "view", view=True))
                 continue
             _check_callable(step)
-            ps = PlanStep(tuple(step.inputs), tuple(step.outputs), step.kernel.name,
-                          elementwise=len(step.outputs) == 1 and pointwise_ops(step.ops),
-                          slices=step.slices_concat)
+            ps = kernel_plan_step(step)
             plan_steps.append(ps)
             step_of[id(ps)] = k
         self.memory_plan = plan(plan_steps, graph.inputs, graph.constants, graph.outputs)

@@ -51,6 +51,14 @@ def group_plan_step(group) -> PlanStep:
                     slices=group.is_slices_concat)
 
 
+def kernel_plan_step(step) -> PlanStep:
+    """The PlanStep of a compiled Module's kernel step (graph.executor.Step), labelled by
+    its kernel."""
+    return PlanStep(tuple(step.inputs), tuple(step.outputs), step.kernel.name,
+                    elementwise=len(step.outputs) == 1 and pointwise_ops(step.ops),
+                    slices=step.slices_concat)
+
+
 def pointwise_ops(ops) -> bool:
     """Whether every op (by name) is elementwise or broadcasting."""
     return all(OPS[op].pattern in POINTWISE for op in ops)

@@ -29,7 +29,7 @@ from .errors import GraphError
 from .executor import Module
 from .export import export_library
 from .kernels import Kernel
-from .memory import pointwise_ops
+from .memory import kernel_plan_step
 from .plan import ALIGNMENT, PlanStep, plan
 
 ENTRY = "graph_run"
@@ -179,9 +179,7 @@ def _plan_steps(steps: list) -> tuple:
         if not isinstance(step.kernel, Kernel):
             raise GraphError(f"graph.compile O2: step '{step.name}' runs a "
                              f"{type(step.kernel).__name__}, which O2 cannot call natively")
-        ps = PlanStep(tuple(step.inputs), tuple(step.outputs), step.kernel.name,
-                      elementwise=len(step.outputs) == 1 and pointwise_ops(step.ops),
-                      slices=step.slices_concat)
+        ps = kernel_plan_step(step)
         plan_steps.append(ps)
         calls[id(ps)] = Call(step.kernel, tuple(step.inputs), tuple(step.outputs))
     return plan_steps, calls

@@ -9,6 +9,8 @@ Used by auto_space.py. Imports te.compute, micro_kernel and stages.
 """
 from __future__ import annotations
 
+import math
+
 from ..compute import expr as E
 from ..compute.tensor import PlaceholderOp
 from .micro_kernel import (lanes_innermost, parallel_loops, rfactor_lanes, static_extent,
@@ -145,13 +147,8 @@ def place_reduction(cfg, s, op, g) -> None:
 def _few_rows_of_many(op, reader) -> bool:
     """Whether `reader`'s row loop (its axes but the last) runs fewer than
     MIN_READER_ROWS rows while `op` has more than one value per row."""
-    rows = 1
-    for iv in reader.axis[:-1]:
-        rows *= static_extent(iv)
-    values = 1
-    for iv in op.axis:
-        values *= static_extent(iv)
-    return rows < MIN_READER_ROWS and values > rows
+    rows = math.prod(static_extent(iv) for iv in reader.axis[:-1])
+    return rows < MIN_READER_ROWS and math.prod(static_extent(iv) for iv in op.axis) > rows
 
 
 def _define_placed_reduction(cfg, op, pfx: str, prefetched: set):
