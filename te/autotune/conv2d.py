@@ -43,9 +43,14 @@ LARGE_PANELS = 768
 MIN_GEMM_REDUCTION = 8   # input channels per group x kernel taps (depthwise 3x3: 9)
 # the 'cvec' form's tile: 2 vectors of output channels by 6 broadcast pixels (12 of AVX2's
 # 16 registers accumulate); its time per padded element relative to the rows form's 4x24
-# (benchmarks/CONV_SHAPES.md). AVX-512 hosts keep the rows form: cvec is unmeasured there.
+# (benchmarks/CONV_SHAPES.md). On 16-lane (AVX-512) hosts 2 vectors by 7 pixels, relative
+# to the rows form's 8x32 / 8x48: on AMD Zen 4, 6, 8, 10 and 12 pixels measured 2-11%
+# slower than 7 over ResNet-50's 3x3 convs (whose 14x14 and 7x7 images are whole tiles of
+# 7), 14 (28 accumulators) 19% slower (0: those hosts keep the rows form)
 CVEC_PIXELS = 6
+CVEC_WIDE_PIXELS = 7
 CVEC_COST = 1.05
+CVEC_WIDE_COST = 1.0
 # input channels the cvec form needs: a stem's (3 channels, 7x7 stride 2: a short reduction
 # over a large output) measured 1.2-1.3x slower than in the rows form
 CVEC_MIN_CHANNELS = 16
@@ -113,7 +118,8 @@ def conv2d_gemm_form(data_shape, kernel_shape, strides=1, padding=0, dilation=1,
     `form`: 'rows' or 'cvec') for these constant shapes and geometry, else None. 'cvec'
     where vectors of output channels pad fewer elements than the rows form's tile pads
     (its dropped columns and partial tiles), groups 1 and a kernel larger than 1x1 (a 1x1
-    conv's panels drop nothing), on hosts with fewer than 16 lanes per vector."""
+    conv's panels drop nothing). The tile: 2 vectors of channels by CVEC_PIXELS pixels on
+    8-lane hosts, CVEC_WIDE_PIXELS on 16-lane ones."""
     dims = (*data_shape, *kernel_shape)
     if len(dims) != 8 or any(isinstance(d, bool) or not isinstance(d, int) for d in dims):
         return None
@@ -129,12 +135,14 @@ def conv2d_gemm_form(data_shape, kernel_shape, strides=1, padding=0, dilation=1,
     pointwise = kh == kw == 1 and groups == 1
     tile = conv2d_tile(dtype, pixels, oc // groups, pointwise)
     lanes = vector_lanes(dtype)
-    if not CVEC_ON or pointwise or groups != 1 or lanes >= 16 or icg < CVEC_MIN_CHANNELS:
+    nr = CVEC_WIDE_PIXELS if lanes >= 16 else CVEC_PIXELS
+    if not CVEC_ON or not nr or pointwise or groups != 1 or icg < CVEC_MIN_CHANNELS:
         return "rows", tile
     factor = dict((c[:2], c[2]) for c in tile_candidates(dtype, False, pixels))[tile]
-    mr, nr = 2 * lanes, CVEC_PIXELS
+    mr = 2 * lanes
     rows_cost = _ceil_to(pixels, tile[1]) * _ceil_to(oc, tile[0]) * factor
-    cvec_cost = _ceil_to(out_hw[0] * out_hw[1], nr) * _ceil_to(oc, mr) * CVEC_COST
+    cost = CVEC_COST if lanes < 16 else CVEC_WIDE_COST
+    cvec_cost = _ceil_to(out_hw[0] * out_hw[1], nr) * _ceil_to(oc, mr) * cost
     return ("cvec", (mr, nr)) if cvec_cost <= rows_cost else ("rows", tile)
 
 

@@ -33,7 +33,9 @@ MAX_PANEL_BLOCK = 16     # the largest block of pixel panels the space offers (1
 MAX_TILE_BLOCK = 32     # the largest block of pixel tiles the space offers (rows form)
 REDUCE_UNROLLS = (1, 2, 4)
 MIN_REDUCE_BLOCK = 4    # the fewest input channels per block of the 'reduce:<k>' layouts
-REDUCE_CHUNKS = 4       # the most chunks of channel tiles in parallel ('reduce:<k>')
+# parallel chunks the 'reduce:<k>' layouts (and the cvec form's 'channels') make of their
+# channel x pixel tiles: a multiple of this, so that 2 or 4 threads get equal shares
+PARALLEL_CHUNKS = 4
 CVEC_MIN_TILES = 4      # channel tiles the cvec form's 'channels' layout needs to share out
 CVEC_MIN_BLOCKS = 4     # input-channel blocks the cvec form's first 'reduce:<k>' makes at least
 # blocks of pixel panels the 1x1 heuristic's 'blocks:<b>' leaves at least, else b is 1: the
@@ -238,22 +240,25 @@ def _schedule_cvec(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: Comp
         po, pi = s[Yc].split(p, factor=nr)
         inner, unrolled = _reduce_inner(cfg, s, Yc.op, taps)
         inner = [rci if ax is rc else ax for ax in inner]
-        chunks = _reduce_chunks(int(Yc.shape[1].value))
-        if chunks > 1:
-            fco, fci = s[Yc].split(fo, nparts=chunks)
-            s[Yc].reorder(n, fco, rco, fci, po, *inner, pi, fi)
-            s[Yc].parallel(s[Yc].fuse(n, fco))
-        else:
-            s[Yc].reorder(n, rco, fo, po, *inner, pi, fi)
-            s[Yc].parallel(fo)
+        fc, pc = _reduce_chunks(int(Yc.shape[1].value), int(Yc.shape[2].value) // nr)
+        fco, fci = s[Yc].split(fo, nparts=fc)
+        pco, poi = s[Yc].split(po, nparts=pc)
+        s[Yc].reorder(n, fco, pco, rco, fci, poi, *inner, pi, fi)
+        s[Yc].parallel(s[Yc].fuse(n, fco, pco))
         stage = s[Yc]
     else:
         local = s.cache_write(Yc, "local")
         n, fo, p, fi = s[Yc].op.axis
         po, pi = s[Yc].split(p, factor=nr)
-        outer, inner_tile = (fo, po) if layout == "channels" else (po, fo)
-        s[Yc].reorder(n, outer, inner_tile, pi, fi)
-        s[Yc].parallel(s[Yc].fuse(n, outer))
+        if layout == "channels":    # pixel chunks where the channel tiles share out unevenly
+            chunks = _pixel_chunks(int(Yc.shape[1].value), int(Yc.shape[2].value) // nr)
+            pco, inner_tile = s[Yc].split(po, nparts=chunks)
+            s[Yc].reorder(n, fo, pco, inner_tile, pi, fi)
+            s[Yc].parallel(s[Yc].fuse(n, fo, pco))
+        else:
+            inner_tile = fo
+            s[Yc].reorder(n, po, fo, pi, fi)
+            s[Yc].parallel(s[Yc].fuse(n, po))
         s[Yc].unroll(pi)
         s[Yc].vectorize(fi)
         s[local].compute_at(s[Yc], inner_tile)
@@ -269,10 +274,22 @@ def _schedule_cvec(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: Comp
     return s
 
 
-def _reduce_chunks(tiles: int) -> int:
-    """Chunks of `tiles` channel tiles in parallel in a 'reduce:<k>' layout: the largest
-    divisor up to REDUCE_CHUNKS."""
-    return max(c for c in range(1, REDUCE_CHUNKS + 1) if tiles % c == 0)
+def _reduce_chunks(tiles: int, pixel_tiles: int) -> tuple:
+    """(channel chunks, pixel chunks) in parallel in a 'reduce:<k>' layout, PARALLEL_CHUNKS
+    in all where the pixel tiles allow: the channel tiles in the largest number of equal
+    chunks that divides PARALLEL_CHUNKS (each chunk reads the block's input once), the
+    pixel tiles in the rest. (Three chunks, or one, left one of 2 threads idle for a third
+    of the time, or all of it: a 3x3 conv to 32 channels is one tile of the cvec form on
+    AVX-512.)"""
+    channels = max(c for c in range(1, PARALLEL_CHUNKS + 1)
+                   if tiles % c == 0 and PARALLEL_CHUNKS % c == 0)
+    return channels, max(1, min(PARALLEL_CHUNKS // channels, pixel_tiles))
+
+
+def _pixel_chunks(tiles: int, pixel_tiles: int) -> int:
+    """Chunks of the pixel tiles that, with each of `tiles` channel tiles in parallel, make
+    a multiple of PARALLEL_CHUNKS parallel iterations where the pixel tiles allow."""
+    return max(1, min(PARALLEL_CHUNKS // math.gcd(tiles, PARALLEL_CHUNKS), pixel_tiles))
 
 
 def _schedule_rows(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: ComputeOp):
@@ -361,14 +378,11 @@ def _gemm_reduce_blocks(cfg, s, Yf: Tensor, tile, block: int, taps: bool) -> Non
     po, pi = s[Yf].split(p, factor=nr)
     inner, unrolled = _reduce_inner(cfg, s, Yf.op, taps)
     inner = [rci if ax is rc else ax for ax in inner]
-    chunks = _reduce_chunks(int(Yf.shape[1].value) // mr)
-    if chunks > 1:
-        fco, fci = s[Yf].split(fo, nparts=chunks)
-        s[Yf].reorder(n, fco, rco, fci, po, *inner, fi, pi)
-        s[Yf].parallel(s[Yf].fuse(n, fco))
-    else:
-        s[Yf].reorder(n, rco, fo, po, *inner, fi, pi)
-        s[Yf].parallel(fo)
+    fc, pc = _reduce_chunks(int(Yf.shape[1].value) // mr, int(Yf.shape[2].value) // nr)
+    fco, fci = s[Yf].split(fo, nparts=fc)
+    pco, poi = s[Yf].split(po, nparts=pc)
+    s[Yf].reorder(n, fco, pco, rco, fci, poi, *inner, fi, pi)
+    s[Yf].parallel(s[Yf].fuse(n, fco, pco))
     for ax in (*unrolled, fi):
         s[Yf].unroll(ax)
     s[Yf].vectorize(pi)

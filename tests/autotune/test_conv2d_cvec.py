@@ -2,13 +2,16 @@
 padding columns): every layout and reduction order of odd-sized convs (strides, dilation,
 padding, output channels that do not fill a tile, batch 2, packed or plain weights) against
 numpy, its knobs and heuristic, which convs the strategy gives it, and its errors."""
+import re
+
 import numpy as np
 import pytest
 
 import te
 from runtime import cache_sizes
 from te.autotune import conv2d as C
-from te.autotune.conv2d_space import conv2d_schedule
+from te.autotune.conv2d_space import _pixel_chunks, _reduce_chunks, conv2d_schedule
+from te.autotune.space import ConfigEntity
 from te.compute import ops
 from te.errors import ArgumentError
 
@@ -21,6 +24,7 @@ CASES = [
     (1, 8, 10, 9, 8, 5, 1, 2, 2, (8, 5)),        # dilation 2, 5x5, one channel tile
     (1, 12, 9, 9, 24, 1, 2, 0, 1, (8, 7)),       # 1x1 stride 2 (phase (0, 0) only)
     (1, 6, 7, 7, 16, 3, 1, 0, 1, (16, 4)),       # no padding: 5x5 output
+    (1, 16, 3, 3, 48, 3, 1, 1, 1, (16, 7)),      # 3 channel tiles, 2 pixel tiles
 ]
 
 
@@ -56,7 +60,7 @@ def check(cfg, args, inputs, want, out, what):
                                err_msg=str(what))
 
 
-IDS = ["partial_tile", "stride2_batch2", "dilated", "pointwise", "nopad"]
+IDS = ["partial_tile", "stride2_batch2", "dilated", "pointwise", "nopad", "few_tiles"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -141,8 +145,26 @@ def test_which_convs_the_strategy_gives_the_cvec_form(monkeypatch):
     monkeypatch.setattr(C, "CVEC_ON", False)
     assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1)[0] == "rows"
     monkeypatch.setattr(C, "CVEC_ON", True)
+
+
+def test_which_convs_the_strategy_gives_the_cvec_form_on_avx512(monkeypatch):
+    """On hosts of 16-lane vectors: 2 vectors of channels by 7 pixels (ResNet's 14 x 14
+    and 7 x 7 images are whole tiles) where that pads less than the rows form's 8 x 32 or
+    8 x 48 tile; 1x1 convs keep the panels; CVEC_WIDE_PIXELS 0 keeps the rows form."""
+    form = te.autotune.conv2d_gemm_form
     monkeypatch.setattr(C, "vector_lanes", lambda dtype="float32": 16)
+    assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1) == ("cvec", (32, 7))
+    assert form((1, 512, 7, 7), (512, 512, 3, 3), 1, 1) == ("cvec", (32, 7))
+    assert form((1, 512, 14, 14), (512, 512, 3, 3), 2, 1) == ("cvec", (32, 7))
+    assert te.autotune.conv2d_weight_tile((1, 256, 14, 14), (256, 256, 3, 3), 1, "float32",
+                                          1, 1) == 32
+    # 56 x 58 columns: the rows form's tiles pad ~4% and cvec's equal cost loses
+    assert form((1, 64, 56, 56), (64, 64, 3, 3), 1, 1) == ("rows", (8, 48))
+    assert form((1, 1024, 7, 7), (2048, 1024, 1, 1)) == ("rows", (8, 32))
+    assert form((1, 3, 224, 224), (64, 3, 7, 7), 2, 3)[0] == "rows"
+    monkeypatch.setattr(C, "CVEC_WIDE_PIXELS", 0)
     assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1)[0] == "rows"
+
 
 
 def test_the_strategys_cvec_conv_matches_numpy(monkeypatch):
@@ -165,6 +187,37 @@ def test_the_strategys_cvec_conv_matches_numpy(monkeypatch):
     got = np.empty((1, 32, 7, 7), np.float32)
     fn(x, wp, got)
     np.testing.assert_allclose(got, conv_ref(x, w, 1, 1, 1), rtol=1e-4, atol=1e-4 * 40)
+
+
+def test_chunk_counts_are_a_multiple_of_four_where_the_pixel_tiles_allow():
+    # (channel tiles, pixel tiles) -> (channel chunks, pixel chunks): 'reduce:<k>'
+    assert _reduce_chunks(1, 100) == (1, 4)
+    assert _reduce_chunks(2, 100) == (2, 2)
+    assert _reduce_chunks(3, 100) == (1, 4)       # 3 chunks: one of 2 threads idle 1/3
+    assert _reduce_chunks(6, 100) == (2, 2)
+    assert _reduce_chunks(16, 1) == (4, 1)
+    assert _reduce_chunks(3, 2) == (1, 2)
+    # pixel chunks beside every channel tile in parallel: 'channels'
+    assert [_pixel_chunks(t, 100) for t in (1, 2, 3, 4, 5, 6, 8)] == [4, 2, 4, 1, 4, 2, 1]
+    assert _pixel_chunks(5, 3) == 3
+
+
+@pytest.mark.parametrize("channels, chunks", [(16, {"reduce:4": 4, "channels": 4}),
+                                              (48, {"reduce:4": 4, "channels": 12})])
+def test_few_channel_tiles_share_out_in_pixel_chunks(channels, chunks):
+    """One or three channel tiles (16 or 48 output channels by 16-channel tiles) in a
+    'reduce:<k>' or 'channels' layout: the GEMM's parallel loop runs a multiple of 4
+    chunks (with one tile it had one iteration: a single thread did all the work), and
+    the result is numpy's."""
+    args, inputs, want, out = cvec_case((1, 16, 14, 14, channels, 3, 1, 1, 1, (16, 7)), True)
+    space = te.autotune.conv2d_space(out)
+    for layout, count in chunks.items():
+        cfg = ConfigEntity(space, dict(space.default().values, layout=layout))
+        ir = str(te.lower(conv2d_schedule(cfg, out), args))
+        loops = dict(re.findall(r"parallel for \((\S+), 0, (\d+)\)", ir))
+        gemm = [int(n) for name, n in loops.items() if "p.outer" in name]
+        assert gemm == [count], (layout, loops)
+        check(cfg, args, inputs, want, out, layout)
 
 
 def test_bad_forms_are_refused():

@@ -221,9 +221,9 @@ def _without_reduce(space):
 # input channels in blocks ('reduce:<k>'): channel counts with power-of-two divisors >= 4
 REDUCED = [
     (1, 12, 19, 17, 7, 3, 2, 1, 1),    # stride 2, odd sizes, 7 output channels (padded)
-    (2, 16, 13, 11, 10, 3, 1, 1, 1),   # batch 2, stride 1: blocks of 4 and 8, 3 chunks
+    (2, 16, 13, 11, 10, 3, 1, 1, 1),   # batch 2, stride 1: blocks of 4 and 8
     (1, 8, 9, 10, 5, 3, 2, 0, 1),      # stride 2, no padding
-    (1, 8, 11, 9, 4, 3, 2, 1, 1),      # one channel tile: in parallel inside the blocks
+    (1, 8, 11, 9, 4, 3, 2, 1, 1),      # one channel tile: pixel chunks
 ]
 
 
