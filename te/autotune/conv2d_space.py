@@ -283,7 +283,10 @@ def _reduce_chunks(tiles: int, pixel_tiles: int) -> tuple:
     AVX-512.)"""
     channels = max(c for c in range(1, PARALLEL_CHUNKS + 1)
                    if tiles % c == 0 and PARALLEL_CHUNKS % c == 0)
-    return channels, max(1, min(PARALLEL_CHUNKS // channels, pixel_tiles))
+    pixels = max(1, min(PARALLEL_CHUNKS // channels, pixel_tiles))
+    if channels * pixels == 1:    # one pixel tile: any divisor of the channel tiles
+        channels = max(c for c in range(1, PARALLEL_CHUNKS + 1) if tiles % c == 0)
+    return channels, pixels
 
 
 def _pixel_chunks(tiles: int, pixel_tiles: int) -> int:

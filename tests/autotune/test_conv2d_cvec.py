@@ -197,6 +197,7 @@ def test_chunk_counts_are_a_multiple_of_four_where_the_pixel_tiles_allow():
     assert _reduce_chunks(6, 100) == (2, 2)
     assert _reduce_chunks(16, 1) == (4, 1)
     assert _reduce_chunks(3, 2) == (1, 2)
+    assert _reduce_chunks(3, 1) == (3, 1)         # one pixel tile: 3 chunks, not 1
     # pixel chunks beside every channel tile in parallel: 'channels'
     assert [_pixel_chunks(t, 100) for t in (1, 2, 3, 4, 5, 6, 8)] == [4, 2, 4, 1, 4, 2, 1]
     assert _pixel_chunks(5, 3) == 3
