@@ -366,13 +366,12 @@ def _gemm_tile_blocks(s, Yf: Tensor, tile, block: int) -> None:
 
 
 def _gemm_reduce_blocks(cfg, s, Yf: Tensor, tile, block: int, taps: bool) -> None:
-    """The whole GEMM before the crop in up to REDUCE_CHUNKS chunks of its channel tiles
-    in parallel (a divisor of their count), each over the input channels in blocks of
+    """The whole GEMM before the crop in PARALLEL_CHUNKS chunks of its channel x pixel
+    tiles in parallel (_reduce_chunks), each over the input channels in blocks of
     `block`, channel tiles then pixel tiles inside (the accumulators' init hoisted before
     the blocks): a block's packed input stays in L2 while the chunk's channel tiles read
-    it, each weight is read once, and the mr x nr tile accumulates over the block's
-    channels and taps, read from and written to the GEMM's buffer once per block. Without
-    such a divisor the channel tiles are in parallel inside each block."""
+    it, and the mr x nr tile accumulates over the block's channels and taps, read from and
+    written to the GEMM's buffer once per block."""
     mr, nr = tile
     n, f, p = s[Yf].op.axis
     rc = s[Yf].op.reduce_axis[0]
