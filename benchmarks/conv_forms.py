@@ -1,5 +1,5 @@
-"""The conv2d GEMM's forms against each other, per conv and per model (AVX2 hosts: the
-strategy gives the 'cvec' form there only): `python benchmarks/conv_forms.py [--model
+"""The conv2d GEMM's forms against each other, per conv and per model (the 'cvec' form
+against the rows form, on the host's vector width): `python benchmarks/conv_forms.py [--model
 resnet50] [--threads 1] [--rounds 9]` per conv, `... --whole` for the whole model.
 
 Per conv: each groups-1 conv workload of the model that the strategy gives the cvec form,
