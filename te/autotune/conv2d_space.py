@@ -240,11 +240,8 @@ def _schedule_cvec(cfg, s, out: Tensor, found: list, gemm: ComputeOp, pack: Comp
         po, pi = s[Yc].split(p, factor=nr)
         inner, unrolled = _reduce_inner(cfg, s, Yc.op, taps)
         inner = [rci if ax is rc else ax for ax in inner]
-        fc, pc = _reduce_chunks(int(Yc.shape[1].value), int(Yc.shape[2].value) // nr)
-        fco, fci = s[Yc].split(fo, nparts=fc)
-        pco, poi = s[Yc].split(po, nparts=pc)
-        s[Yc].reorder(n, fco, pco, rco, fci, poi, *inner, pi, fi)
-        s[Yc].parallel(s[Yc].fuse(n, fco, pco))
+        _reduce_in_chunks(s[Yc], (n, fo, po, rco), (*inner, pi, fi),
+                          int(Yc.shape[1].value), int(Yc.shape[2].value) // nr)
         stage = s[Yc]
     else:
         local = s.cache_write(Yc, "local")
@@ -287,6 +284,18 @@ def _reduce_chunks(tiles: int, pixel_tiles: int) -> tuple:
     if channels * pixels == 1:    # one pixel tile: any divisor of the channel tiles
         channels = max(c for c in range(1, PARALLEL_CHUNKS + 1) if tiles % c == 0)
     return channels, pixels
+
+
+def _reduce_in_chunks(stage, loops, inner, tiles: int, pixel_tiles: int) -> None:
+    """The 'reduce:<k>' loop nest of both forms: `loops` (batch, channel tiles, pixel
+    tiles, input-channel blocks) as (batch, channel chunks, pixel chunks) in parallel
+    (_reduce_chunks), then the blocks, the channel and pixel tiles of the chunk, `inner`."""
+    n, fo, po, rco = loops
+    fc, pc = _reduce_chunks(tiles, pixel_tiles)
+    fco, fci = stage.split(fo, nparts=fc)
+    pco, poi = stage.split(po, nparts=pc)
+    stage.reorder(n, fco, pco, rco, fci, poi, *inner)
+    stage.parallel(stage.fuse(n, fco, pco))
 
 
 def _pixel_chunks(tiles: int, pixel_tiles: int) -> int:
@@ -380,11 +389,8 @@ def _gemm_reduce_blocks(cfg, s, Yf: Tensor, tile, block: int, taps: bool) -> Non
     po, pi = s[Yf].split(p, factor=nr)
     inner, unrolled = _reduce_inner(cfg, s, Yf.op, taps)
     inner = [rci if ax is rc else ax for ax in inner]
-    fc, pc = _reduce_chunks(int(Yf.shape[1].value) // mr, int(Yf.shape[2].value) // nr)
-    fco, fci = s[Yf].split(fo, nparts=fc)
-    pco, poi = s[Yf].split(po, nparts=pc)
-    s[Yf].reorder(n, fco, pco, rco, fci, poi, *inner, fi, pi)
-    s[Yf].parallel(s[Yf].fuse(n, fco, pco))
+    _reduce_in_chunks(s[Yf], (n, fo, po, rco), (*inner, fi, pi),
+                      int(Yf.shape[1].value) // mr, int(Yf.shape[2].value) // nr)
     for ax in (*unrolled, fi):
         s[Yf].unroll(ax)
     s[Yf].vectorize(pi)

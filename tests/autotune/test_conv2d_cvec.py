@@ -166,7 +166,6 @@ def test_which_convs_the_strategy_gives_the_cvec_form_on_avx512(monkeypatch):
     assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1)[0] == "rows"
 
 
-
 def test_the_strategys_cvec_conv_matches_numpy(monkeypatch):
     """conv2d_compute + schedule_conv2d where the strategy picks cvec (forced to 8 lanes'
     choice on any host), reading the weight packed for conv2d_weight_tile's mr."""
