@@ -5,19 +5,29 @@ it (a fused epilogue).
 
 (batch, channel) planes run in parallel; a plane's padded copy, where there is one, is
 made just before its rows are pooled (an L2-sized buffer, the padding tested once per
-input element); each output row is a vector of consecutive outputs, whose window taps are
-vector loads at the stride (unrolled around the vector, or one expression: a small max
-window's tree of maxima). Imports te.compute, te.schedule, te.errors and
+input element); each output row is a vector of consecutive outputs. In the rows-first form
+the window's rows are combined into a row buffer just before each output row (dense vector
+loads), whose taps the row then reads at the stride; otherwise the window taps are vector
+loads at the stride (unrolled around the vector, or one expression: a small max window's
+tree of maxima). Imports te.compute, te.schedule, te.errors and
 micro_kernel.vector_lanes.
 """
 from __future__ import annotations
 
-from ..compute.ops.pool_phased import MAX_TAG, PACK_TAG, SUM_TAG
+from ..compute.ops.pool_phased import MAX_TAG, PACK_TAG, ROWS_TAG, SUM_TAG
 from ..compute.tensor import Tensor
 from ..errors import ArgumentError
 from ..schedule.schedule import create_schedule
 from .conv2d import producer_ops
 from .micro_kernel import vector_lanes
+
+
+# The rows-first form's row buffer is one vector operation up to this many vectors wide:
+# LLVM splits it into registers and its tail into smaller vectors. Split by the vector
+# width instead, its tail (the columns the output's last vector reads past the row) is a
+# guarded scalar loop: on AMD Zen 4, ResNet's stem pool ran 1.2x and a 3x3 stride 1
+# average over 28 x 28 2x slower than the unsplit rows (benchmarks/graph_pools.py).
+MAX_ROW_VECTORS = 16
 
 
 def _tagged(op, tag) -> bool:
@@ -46,18 +56,25 @@ def schedule_pool2d(out: Tensor):
         raise ArgumentError(f"te.autotune.schedule_pool2d: out ('{out.op.name}') reads no "
                             f"4-d pooling stage (tags {MAX_TAG!r} or {SUM_TAG!r})")
     pack = next((op for op in found if _tagged(op, PACK_TAG)), None)
+    rows = next((op for op in found if _tagged(op, ROWS_TAG)), None)
     s = create_schedule(out.op)
     lanes = vector_lanes(out.dtype)
     tree = not pool.reduce_axis   # a small max window: one expression of its taps
     for op in found[1:]:
         # the average's division, a tree max and any epilogue: computed as the output row
         # is written
-        if op is not pack and not op.reduce_axis:
+        if op not in (pack, rows) and not op.reduce_axis:
             s[op].compute_inline()
     n, c, y, _ = s[out].op.axis
     plane = s[out].fuse(n, c)
     s[out].parallel(plane)
     xo, xi = _row(s, out.op, lanes)
+    if rows is not None:   # the output row's window rows, combined just before it
+        s[rows].compute_at(s[out], y)
+        j = s[rows].op.axis[-1]
+        if int(rows.output(0).shape[-1].value) > MAX_ROW_VECTORS * lanes:
+            _, j = s[rows].split(j, factor=MAX_ROW_VECTORS * lanes)
+        s[rows].vectorize(j)
     if not tree:
         ry, rx = s[pool].op.reduce_axis
         if pool is out.op:

@@ -1,6 +1,6 @@
 """Pooling in schedule_pool2d's form (te.compute.ops.max_pool2d_phased / avg_pool2d_phased:
-the input read directly, a padded copy, or a phase-split one past the codegen's densely
-loaded strides) with te.autotune.schedule_pool2d, against numpy on random data with
+rows first over the input or a padded copy, the input read directly, or a phase-split copy
+past the codegen's densely loaded strides) with te.autotune.schedule_pool2d, against numpy on random data with
 negative values: odd sizes, strides 1 to 5 above and below the kernel, symmetric,
 asymmetric and ceil_mode padding, kernels larger than the input, max windows as a tree of
 maxima and as a reduction, NaN propagation, count_include_pad, batch 2, alone and with an
@@ -12,6 +12,7 @@ import pytest
 
 import te
 from te.codegen.llvm import codegen as llvm_codegen
+from te.autotune.conv2d import producer_ops
 from te.compute import ops
 from te.errors import ArgumentError, ShapeError
 
@@ -52,6 +53,8 @@ CASES = [
     ((1, 4, 26, 25), (3, 3), (2, 2), (0, 0, 1, 1)),      # ceil_mode (end padding only)
     ((1, 3, 2, 3), (3, 3), (1, 1), (1, 1, 1, 1)),        # kernel larger than the input
     ((1, 2, 3, 2), (4, 3), (1, 2), (1, 2, 1, 0)),        # ... and strided, asymmetric
+    ((1, 2, 6, 300), (3, 3), (1, 2), (1, 1, 1, 1)),      # rows past MAX_ROW_VECTORS: split
+    ((1, 2, 4, 40), (1, 27), (1, 1), (0, 0, 0, 1)),      # 27 taps a row: not rows first
 ]
 
 
@@ -129,6 +132,26 @@ def test_max_pool_propagates_nan_to_the_windows_holding_it(case):
     assert np.isnan(want).sum() > 0
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pools_combine_rows_first_where_the_stride_and_window_allow(kind):
+    """A stage tagged 'pool_rows' (a row buffer per output row, one vector op wide up to
+    MAX_ROW_VECTORS) where sw <= MAX_DENSE_STRIDE and kh, kw <= MAX_TREE_TAPS; none past
+    those, where the windows read the taps themselves."""
+    pool = ops.max_pool2d_phased if kind == "max" else ops.avg_pool2d_phased
+
+    def stages(case):
+        shape, k, stride, pads = case
+        out = pool(te.placeholder(shape, name="X"), k, stride, pads)
+        return {op.name: op.tag for op in producer_ops(out)}
+    assert stages(CASES[0])[f"{kind}_pool2d_rows"] == ops.pool_phased.ROWS_TAG
+    for case in (CASES[8], CASES[9], CASES[-1]):   # stride 5 along x, 6, 27 taps a row
+        assert ops.pool_phased.ROWS_TAG not in stages(case).values()
+    X = te.placeholder((1, 2, 5, 17), name="X")
+    out = pool(X, 3, 1, 1)
+    text = str(te.lower(te.autotune.schedule_pool2d(out), [X, out], simple_mode=True))
+    assert f"{kind}_pool2d_rows[ramp(0, 1, 19)]" in text   # the whole row: one vector
 
 
 def test_phased_pools_know_the_codegens_densely_loaded_strides():

@@ -26,35 +26,80 @@ PACK_TAG = "pool_pack"
 # the largest stride along x read as vector loads (te.codegen.llvm's MAX_DENSE_STRIDE)
 MAX_DENSE_STRIDE = 4
 MAX_TAG, SUM_TAG, AVG_TAG = "pool_max", "pool_sum", "pool_avg"
+ROWS_TAG = "pool_rows"
 # Max windows up to this many taps are one expression, a tree of pairwise maxima, not a
 # reduction: the NaN-propagating max is several dependent instructions (llvm.maximum), so
 # a chain of kh*kw of them is latency-bound where a tree's maxima run side by side.
 MAX_TREE_TAPS = 25
 
 
-def _phased(data: Tensor, kernel, stride, padding, fill, who: str):
-    """(window reader read(n, c, y, x, ry, rx), (kh, kw), (sh, sw), pads, out shape)."""
+def _checked(data: Tensor, kernel, stride, padding, who: str):
+    """_pool_args and the constant shape: ((kh, kw), (sh, sw), pads, out shape, N, C, H, W,
+    OH, OW)."""
     (kh, kw), (sh, sw), pads, shape = _pool_args(data, kernel, stride, padding, who)
     dims = [static_dim(d) for d in data.shape]
     if any(d is None for d in dims):
         raise ShapeError(f"{who}: data must have a constant shape, got "
                          f"{fmt_shape(data.shape)}")
+    OH, OW = (static_dim(d) for d in shape[2:])
+    return (kh, kw), (sh, sw), pads, shape, dims, (OH, OW)
+
+
+def _dense_source(data: Tensor, kh, kw, sh, sw, pads, dims, out_hw, fill, who: str):
+    """What the windows read where sw <= MAX_DENSE_STRIDE: the input, or without padding
+    its padded copy '<who>_pack' (rows and columns read: (OH - 1) * sh + kh, (OW - 1) * sw
+    + kw)."""
+    if not any(pads):
+        return data
     N, C, H, W = dims
     top, left = pads[0], pads[1]
-    OH, OW = (static_dim(d) for d in shape[2:])
-    if sw <= MAX_DENSE_STRIDE:
-        if not any(pads):
-            return (lambda n, c, y, x, ry, rx: data[n, c, y * sh + ry, x * sw + rx]), \
-                (kh, kw), (sh, sw), pads, shape
-        rows, cols = (OH - 1) * sh + kh, (OW - 1) * sw + kw   # the rows and columns read
+    rows, cols = (out_hw[0] - 1) * sh + kh, (out_hw[1] - 1) * sw + kw
 
-        def padded(n, c, i, j):
-            y, x = i - top, j - left
-            inside = api.all(y >= 0, y < H, x >= 0, x < W)
-            return api.if_then_else(inside, data[n, c, y, x], fill)
-        Xq = api.compute((N, C, rows, cols), padded, name=f"{who}_pack",
-                         tag=f"injective,{PACK_TAG}")
-        return (lambda n, c, y, x, ry, rx: Xq[n, c, y * sh + ry, x * sw + rx]), \
+    def padded(n, c, i, j):
+        y, x = i - top, j - left
+        inside = api.all(y >= 0, y < H, x >= 0, x < W)
+        return api.if_then_else(inside, data[n, c, y, x], fill)
+    return api.compute((N, C, rows, cols), padded, name=f"{who}_pack",
+                       tag=f"injective,{PACK_TAG}")
+
+
+def _tree(combine, taps: list):
+    """combine over `taps` pairwise: independent operations, a log-deep chain."""
+    while len(taps) > 1:
+        taps = [combine(taps[k], taps[k + 1]) if k + 1 < len(taps) else taps[k]
+                for k in range(0, len(taps), 2)]
+    return taps[0]
+
+
+def _separable(data: Tensor, kernel, stride, padding, fill, who: str, combine):
+    """The window as rows first: stage '<who>_rows' (tag ROWS_TAG) combines each output row's
+    kh input rows, column by column, and the result combines kw of those per output. Where
+    sw <= MAX_DENSE_STRIDE and kh, kw <= MAX_TREE_TAPS: (window(n, c, y, x), (kh, kw),
+    (sh, sw), pads, shape); else None. kh + kw operations per output instead of kh * kw."""
+    (kh, kw), (sh, sw), pads, shape, dims, out_hw = _checked(data, kernel, stride, padding,
+                                                             who)
+    if sw > MAX_DENSE_STRIDE or max(kh, kw) > MAX_TREE_TAPS:
+        return None
+    src = _dense_source(data, kh, kw, sh, sw, pads, dims, out_hw, fill, who)
+    cols = (out_hw[1] - 1) * sw + kw
+    rows = api.compute((dims[0], dims[1], out_hw[0], cols), lambda n, c, y, j: _tree(
+        combine, [src[n, c, y * sh + ry, j] for ry in range(kh)]), name=f"{who}_rows",
+        tag=ROWS_TAG)
+
+    def window(n, c, y, x):
+        return _tree(combine, [rows[n, c, y, x * sw + rx] for rx in range(kw)])
+    return window, (kh, kw), (sh, sw), pads, shape
+
+
+def _phased(data: Tensor, kernel, stride, padding, fill, who: str):
+    """(window reader read(n, c, y, x, ry, rx), (kh, kw), (sh, sw), pads, out shape)."""
+    (kh, kw), (sh, sw), pads, shape, dims, (OH, OW) = _checked(data, kernel, stride,
+                                                               padding, who)
+    N, C, H, W = dims
+    top, left = pads[0], pads[1]
+    if sw <= MAX_DENSE_STRIDE:
+        src = _dense_source(data, kh, kw, sh, sw, pads, dims, (OH, OW), fill, who)
+        return (lambda n, c, y, x, ry, rx: src[n, c, y * sh + ry, x * sw + rx]), \
             (kh, kw), (sh, sw), pads, shape
     pha, phb = min(sh, kh), min(sw, kw)
     rows, cols = OH + (kh - 1) // sh, OW + (kw - 1) // sw
@@ -77,18 +122,17 @@ def _phased(data: Tensor, kernel, stride, padding, fill, who: str):
 
 def max_pool2d_phased(data: Tensor, kernel, stride=1, padding=0,
                       name: str = "T_max_pool2d") -> Tensor:
-    """max_pool2d's result over the phase-split input; the output stage has tag
-    'pool_max'. Needs a constant shape."""
-    read, (kh, kw), _, _, shape = _phased(data, kernel, stride, padding,
-                                          api.min_value(data.dtype), "max_pool2d")
+    """max_pool2d's result: rows first where _separable applies, else over the phase-split
+    input; the output stage has tag 'pool_max'. Needs a constant shape."""
+    fill = api.min_value(data.dtype)
+    sep = _separable(data, kernel, stride, padding, fill, "max_pool2d", api.max)
+    if sep is not None:
+        return api.compute(sep[-1], sep[0], name=name, tag=MAX_TAG)
+    read, (kh, kw), _, _, shape = _phased(data, kernel, stride, padding, fill, "max_pool2d")
     if kh * kw <= MAX_TREE_TAPS:
-        def window(n, c, y, x):
-            taps = [read(n, c, y, x, ry, rx) for ry in range(kh) for rx in range(kw)]
-            while len(taps) > 1:   # pairwise: independent maxima, a log-deep chain
-                taps = [api.max(taps[k], taps[k + 1]) if k + 1 < len(taps) else taps[k]
-                        for k in range(0, len(taps), 2)]
-            return taps[0]
-        return api.compute(shape, window, name=name, tag=MAX_TAG)
+        return api.compute(shape, lambda n, c, y, x: _tree(api.max, [
+            read(n, c, y, x, ry, rx) for ry in range(kh) for rx in range(kw)]),
+            name=name, tag=MAX_TAG)
     ry = api.reduce_axis((0, kh), "ry")
     rx = api.reduce_axis((0, kw), "rx")
     return api.compute(shape, lambda n, c, y, x: api.max(read(n, c, y, x, ry, rx),
@@ -98,16 +142,23 @@ def max_pool2d_phased(data: Tensor, kernel, stride=1, padding=0,
 
 def avg_pool2d_phased(data: Tensor, kernel, stride=1, padding=0,
                       count_include_pad: bool = False, name: str = "T_avg_pool2d") -> Tensor:
-    """avg_pool2d's result over the phase-split input: stages 'pool_sum' (tag 'pool_sum')
-    and the division (tag 'pool_avg'). Needs a constant shape."""
+    """avg_pool2d's result, rows first where _separable applies, else over the phase-split
+    input: stages 'pool_sum' (tag 'pool_sum') and the division (tag 'pool_avg'). Needs a
+    constant shape."""
     check_float(data, "avg_pool2d", "data")
-    read, (kh, kw), (sh, sw), pads, shape = _phased(
-        data, kernel, stride, padding, api.const(0, data.dtype), "avg_pool2d")
-    ry = api.reduce_axis((0, kh), "ry")
-    rx = api.reduce_axis((0, kw), "rx")
-    total = api.compute(shape, lambda n, c, y, x: api.sum(read(n, c, y, x, ry, rx),
-                                                          axis=[ry, rx]),
-                        name="pool_sum", tag=SUM_TAG)
+    zero = api.const(0, data.dtype)
+    sep = _separable(data, kernel, stride, padding, zero, "avg_pool2d", lambda a, b: a + b)
+    if sep is not None:
+        window, (kh, kw), (sh, sw), pads, shape = sep
+        total = api.compute(shape, window, name="pool_sum", tag=SUM_TAG)
+    else:
+        read, (kh, kw), (sh, sw), pads, shape = _phased(data, kernel, stride, padding, zero,
+                                                        "avg_pool2d")
+        ry = api.reduce_axis((0, kh), "ry")
+        rx = api.reduce_axis((0, kw), "rx")
+        total = api.compute(shape, lambda n, c, y, x: api.sum(read(n, c, y, x, ry, rx),
+                                                              axis=[ry, rx]),
+                            name="pool_sum", tag=SUM_TAG)
     H, W = data.shape[2], data.shape[3]
 
     def count(o, stride_, k, before, size):
