@@ -1,9 +1,10 @@
 """Pooling in schedule_pool2d's form (te.compute.ops.max_pool2d_phased / avg_pool2d_phased:
 rows first over the input or a padded copy, the input read directly, or a phase-split copy
-past the codegen's densely loaded strides) with te.autotune.schedule_pool2d, against numpy on random data with
-negative values: odd sizes, strides 1 to 5 above and below the kernel, symmetric,
-asymmetric and ceil_mode padding, kernels larger than the input, max windows as a tree of
-maxima and as a reduction, NaN propagation, count_include_pad, batch 2, alone and with an
+past the codegen's densely loaded strides) with te.autotune.schedule_pool2d, against numpy
+on random data with negative values: odd sizes, rows wider than MAX_ROW_VECTORS, strides 1
+to 5 above and below the kernel, symmetric, asymmetric and ceil_mode padding, kernels larger
+than the input, max windows as a tree of maxima and as a reduction, rows of more taps than
+a tree takes, NaN propagation, count_include_pad, batch 2, alone and with an
 elementwise epilogue chain, at both vector widths."""
 import importlib
 
