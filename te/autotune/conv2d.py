@@ -117,9 +117,9 @@ def conv2d_gemm_form(data_shape, kernel_shape, strides=1, padding=0, dilation=1,
     """(form, (mr, nr)) where conv2d_compute picks the GEMM form (conv2d_nchw_gemm's
     `form`: 'rows' or 'cvec') for these constant shapes and geometry, else None. 'cvec'
     where vectors of output channels pad fewer elements than the rows form's tile pads
-    (its dropped columns and partial tiles), groups 1 and a kernel larger than 1x1 (a 1x1
-    conv's panels drop nothing). The tile: 2 vectors of channels by CVEC_PIXELS pixels on
-    8-lane hosts, CVEC_WIDE_PIXELS on 16-lane ones."""
+    (its dropped columns and partial tiles; per group), a kernel larger than 1x1 or groups
+    above 1 (a 1x1 conv's panels drop nothing). The tile: 2 vectors of channels by
+    CVEC_PIXELS pixels on 8-lane hosts, CVEC_WIDE_PIXELS on 16-lane ones."""
     dims = (*data_shape, *kernel_shape)
     if len(dims) != 8 or any(isinstance(d, bool) or not isinstance(d, int) for d in dims):
         return None
@@ -136,13 +136,13 @@ def conv2d_gemm_form(data_shape, kernel_shape, strides=1, padding=0, dilation=1,
     tile = conv2d_tile(dtype, pixels, oc // groups, pointwise)
     lanes = vector_lanes(dtype)
     nr = CVEC_WIDE_PIXELS if lanes >= 16 else CVEC_PIXELS
-    if not CVEC_ON or not nr or pointwise or groups != 1 or icg < CVEC_MIN_CHANNELS:
+    if not CVEC_ON or not nr or pointwise or icg < CVEC_MIN_CHANNELS:
         return "rows", tile
     factor = dict((c[:2], c[2]) for c in tile_candidates(dtype, False, pixels))[tile]
     mr = 2 * lanes
-    rows_cost = _ceil_to(pixels, tile[1]) * _ceil_to(oc, tile[0]) * factor
+    rows_cost = _ceil_to(pixels, tile[1]) * _ceil_to(oc // groups, tile[0]) * factor
     cost = CVEC_COST if lanes < 16 else CVEC_WIDE_COST
-    cvec_cost = _ceil_to(out_hw[0] * out_hw[1], nr) * _ceil_to(oc, mr) * cost
+    cvec_cost = _ceil_to(out_hw[0] * out_hw[1], nr) * _ceil_to(oc // groups, mr) * cost
     return ("cvec", (mr, nr)) if cvec_cost <= rows_cost else ("rows", tile)
 
 

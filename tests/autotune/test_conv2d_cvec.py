@@ -25,30 +25,34 @@ CASES = [
     (1, 12, 9, 9, 24, 1, 2, 0, 1, (8, 7)),       # 1x1 stride 2 (phase (0, 0) only)
     (1, 6, 7, 7, 16, 3, 1, 0, 1, (16, 4)),       # no padding: 5x5 output
     (1, 16, 3, 3, 48, 3, 1, 1, 1, (16, 7)),      # 3 channel tiles, 2 pixel tiles
+    (1, 18, 5, 9, 30, 3, 1, 1, 1, (8, 7), 3),    # groups 3: 10 channels a group, padded
+    (2, 12, 6, 7, 12, 3, 2, 1, 1, (16, 5), 2),   # groups 2, stride 2, one tile a group
 ]
 
 
 def cvec_case(case, packed: bool, seed=11):
     """(args, inputs, want, out): conv (+ bias + relu) in the cvec form, its inputs."""
-    n, c, h, w, oc, k, stride, pad, dil, tile = case
-    mr = tile[0]
+    n, c, h, w, oc, k, stride, pad, dil, tile, *groups = case
+    groups = groups[0] if groups else 1
+    mr, cg, ocg = tile[0], c // groups, oc // groups
     X = te.placeholder((n, c, h, w), name="X")
-    W = te.placeholder((oc, c, k, k), name="W")
+    W = te.placeholder((oc, cg, k, k), name="W")
     B = te.placeholder((oc,), name="B")
-    P = te.placeholder((1, -(-oc // mr), c, k, k, mr), name="P") if packed else None
-    conv = ops.conv2d_nchw_gemm(X, W, stride, pad, dil, 1, tile=tile, packed=P, form="cvec")
+    P = te.placeholder((groups, -(-ocg // mr), cg, k, k, mr), name="P") if packed else None
+    conv = ops.conv2d_nchw_gemm(X, W, stride, pad, dil, groups, tile=tile, packed=P,
+                                form="cvec")
     out = te.compute(conv.shape, lambda b, f, y, x: te.max(conv[b, f, y, x] + B[f], 0.0),
                      name="epilogue", tag="broadcast")
     rng = np.random.default_rng(seed)
-    x, wt, b = _rand(rng, n, c, h, w), _rand(rng, oc, c, k, k), _rand(rng, oc)
-    wd = np.zeros((oc, c, (k - 1) * dil + 1, (k - 1) * dil + 1), np.float32)
+    x, wt, b = _rand(rng, n, c, h, w), _rand(rng, oc, cg, k, k), _rand(rng, oc)
+    wd = np.zeros((oc, cg, (k - 1) * dil + 1, (k - 1) * dil + 1), np.float32)
     wd[:, :, ::dil, ::dil] = wt                       # dilation as a sparse kernel
-    want = np.maximum(conv_ref(x, wd, stride, pad, 1) + b[None, :, None, None], 0)
+    want = np.maximum(conv_ref(x, wd, stride, pad, groups) + b[None, :, None, None], 0)
     wk = wt
-    if packed:
-        pad_oc = np.zeros((-(-oc // mr) * mr, c, k, k), np.float32)
-        pad_oc[:oc] = wt
-        wk = pad_oc.reshape(-1, mr, c, k, k).transpose(0, 2, 3, 4, 1)[None].copy()
+    if packed:   # per group: channels padded to whole tiles, the tile's mr innermost
+        pad_oc = np.zeros((groups, -(-ocg // mr) * mr, cg, k, k), np.float32)
+        pad_oc[:, :ocg] = wt.reshape(groups, ocg, cg, k, k)
+        wk = pad_oc.reshape(groups, -1, mr, cg, k, k).transpose(0, 1, 3, 4, 5, 2).copy()
     return [X, P if packed else W, B, out], (x, wk, b), want, out
 
 
@@ -60,7 +64,8 @@ def check(cfg, args, inputs, want, out, what):
                                err_msg=str(what))
 
 
-IDS = ["partial_tile", "stride2_batch2", "dilated", "pointwise", "nopad", "few_tiles"]
+IDS = ["partial_tile", "stride2_batch2", "dilated", "pointwise", "nopad", "few_tiles",
+       "groups3", "groups2_stride2"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -119,15 +124,19 @@ def test_the_layout_heuristic(monkeypatch):
 def test_which_convs_the_strategy_gives_the_cvec_form(monkeypatch):
     """On hosts of 8-lane vectors (AVX2): a 3x3 at 14x14 (the rows form computes 2 dropped
     columns per row of 14) takes cvec with 2 vectors of channels by 6 pixels; a stem (3
-    input channels), 1x1 and grouped convs keep the rows form, and so does a conv reading
-    plain (unpacked) weights; AVX-512 hosts keep it."""
+    input channels), 1x1 convs and grouped ones of few channels a group keep the rows
+    form, and so does a conv reading plain (unpacked) weights; a grouped conv of 16 or more
+    input channels a group (the row-Winograd form's 1x3 conv) takes cvec where it pads
+    less."""
     form = te.autotune.conv2d_gemm_form
     monkeypatch.setattr(C, "vector_lanes", lambda dtype="float32": 8)
     assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1) == ("cvec", (16, 6))
     assert form((1, 512, 7, 7), (512, 512, 3, 3), 1, 1) == ("cvec", (16, 6))
     assert form((1, 3, 224, 224), (64, 3, 7, 7), 2, 3)[0] == "rows"
     assert form((1, 256, 14, 14), (1024, 256, 1, 1))[0] == "rows"
-    assert form((1, 64, 14, 14), (64, 16, 3, 3), 1, 1, 1, 4)[0] == "rows"
+    assert form((1, 64, 14, 14), (64, 8, 3, 3), 1, 1, 1, 8)[0] == "rows"
+    # 6 groups of 32 -> 32 channels, 4 rows of 14: rows pad 56 pixels to 72 (4 x 24 tiles)
+    assert form((1, 192, 4, 14), (192, 32, 1, 3), 1, (0, 1, 0, 1), 1, 6) == ("cvec", (16, 6))
     assert te.autotune.conv2d_gemm_tile((1, 256, 14, 14), (256, 256, 3, 3), 1, 1) == (16, 6)
     assert te.autotune.conv2d_weight_tile((1, 256, 14, 14), (256, 256, 3, 3), 1, "float32",
                                           1, 1) == 16
@@ -226,6 +235,6 @@ def test_bad_forms_are_refused():
     with pytest.raises(ArgumentError, match=r"conv2d_nchw_gemm: form must be one of "
                                             r"\('rows', 'cvec'\), got 'nchwc'"):
         ops.conv2d_nchw_gemm(X, te.placeholder((16, 8, 3, 3), name="W8"), form="nchwc")
-    with pytest.raises(ArgumentError, match="conv2d_nchw_gemm: form 'cvec' needs groups 1, "
-                                            "got groups 2"):
-        ops.conv2d_nchw_gemm(X, W, groups=2, form="cvec")
+    with pytest.raises(ArgumentError, match=r"conv2d_nchw_gemm: form must be one of "
+                                            r"\('rows', 'cvec'\), got None"):
+        ops.conv2d_nchw_gemm(X, W, groups=2, form=None)

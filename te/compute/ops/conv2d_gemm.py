@@ -15,13 +15,13 @@ NCHW output as three stages a schedule finds by tag:
   attrs['tile'] = (mr, nr).
 - 'conv2d_gemm_crop' (named `name`): Yf cropped into (N, OC, OH, OW).
 
-form='cvec' (groups 1) turns the register tile round: vectors of mr output channels by nr
-pixels broadcast one at a time, Yc[n, fo, p, fi] over the output's own pixels p = y * OW +
-x (attrs['form'] = 'cvec'). A broadcast needs no contiguous run, so a pixel tile may cross
-rows and no padding column is computed (the rows form's wq - OW per row: +14% work at
-14x14, +31% at 7x7); only the last tile's p >= OH * OW are, and the pack has the rows they
-read. The weights are read as vectors of mr channels: packed (below), where fi is the
-innermost axis.
+form='cvec' turns the register tile round: vectors of mr output channels by nr pixels
+broadcast one at a time, Yc[n, fo, p, fi] over the output's own pixels p = y * OW + x
+(attrs['form'] = 'cvec'; with groups, fo runs over every group's channel tiles in turn).
+A broadcast needs no contiguous run, so a pixel tile may cross rows and no padding column
+is computed (the rows form's wq - OW per row: +14% work at 14x14, +31% at 7x7); only the
+last tile's p >= OH * OW are, and the pack has the rows they read. The weights are read
+as vectors of mr channels: packed (below), where fi is the innermost axis.
 
 The GEMM reads the weights as they are (OC, ICg, KH, KW), or pre-packed by
 conv2d_pack_weight (`packed=`): Wp[g, fo, c, ry, rx, fi], the mr weights one register tile
@@ -135,7 +135,8 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
     shapes. With groups > 1 the GEMM has a group axis: Yf[n, g, f, p]. `packed`: the
     kernel in conv2d_pack_weight's layout for (groups, mr), read instead of `kernel`
     (which then only gives the shapes). `form`: 'rows' (pixels as vectors; 1x1 kernels
-    of groups 1 as panels) or 'cvec' (output channels as vectors, groups 1)."""
+    of groups 1 as panels) or 'cvec' (output channels as vectors; with groups > 1 the
+    channel tiles of all groups in one axis, group after group)."""
     who = "conv2d_nchw_gemm"
     (sh, sw), (dh, dw), pads, (kh, kw), (OH, OW) = conv2d_geometry(
         data, kernel, stride, padding, dilation, groups, who)
@@ -148,8 +149,6 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
         raise ShapeError(f"{who}: tile must be 2 positive ints (mr, nr), got {tile!r}")
     if form not in FORMS:
         raise ArgumentError(f"{who}: form must be one of {FORMS}, got {form!r}")
-    if form == "cvec" and groups != 1:
-        raise ArgumentError(f"{who}: form 'cvec' needs groups 1, got groups {groups}")
     N, C, H, W, OC, ICg = dims[:6]
     mr, nr = tile
     top, left = pads[0], pads[1]
@@ -186,15 +185,26 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
     b, ox = _phase_tap(rx, dw, sw)
     ocp = _ceil_to(OCg, mr)
     if form == "cvec":
+        # channel tiles of every group in one axis fo: group fo // tiles, tile fo % tiles
+        tiles = ocp // mr
+
         def cvec(n, fo, p, fi):
             y, x = api.indexdiv(p, OW), api.indexmod(p, OW)
-            w = packed[0, fo, rc, ry, rx, fi].astype(dtype) if packed is not None else \
-                weight(0, fo * mr + fi, rc, ry, rx)
-            return api.sum(w * Xp[n, rc, a, b, (y + oy) * wq + x + ox], axis=[rc, ry, rx])
-        Yc = api.compute((N, ocp // mr, npix, mr), cvec, name=f"{name}_gemm", tag=GEMM_TAG,
-                         attrs={"tile": (mr, nr), "form": "cvec"})
-        return api.compute((N, OC, OH, OW), lambda n, f, y, x: Yc[
-            n, api.indexdiv(f, mr), y * OW + x, api.indexmod(f, mr)], name=name, tag=CROP_TAG)
+            g, f = (0, fo) if groups == 1 else (api.indexdiv(fo, tiles), api.indexmod(fo, tiles))
+            w = packed[g, f, rc, ry, rx, fi].astype(dtype) if packed is not None else \
+                weight(g, f * mr + fi, rc, ry, rx)
+            c = rc if groups == 1 else g * ICg + rc
+            return api.sum(w * Xp[n, c, a, b, (y + oy) * wq + x + ox], axis=[rc, ry, rx])
+        Yc = api.compute((N, groups * tiles, npix, mr), cvec, name=f"{name}_gemm",
+                         tag=GEMM_TAG, attrs={"tile": (mr, nr), "form": "cvec"})
+
+        def crop(n, f, y, x):
+            g, fg = api.indexdiv(f, OCg), api.indexmod(f, OCg)
+            fo = api.indexdiv(fg, mr) if groups == 1 else g * tiles + api.indexdiv(fg, mr)
+            return Yc[n, fo, y * OW + x, api.indexmod(fg, mr)]
+        return api.compute((N, OC, OH, OW), crop if groups > 1 else (
+            lambda n, f, y, x: Yc[n, api.indexdiv(f, mr), y * OW + x, api.indexmod(f, mr)]),
+            name=name, tag=CROP_TAG)
 
     def gemm(n, g, f, p):
         w = weight(g, f, rc, ry, rx)
