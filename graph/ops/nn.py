@@ -37,6 +37,12 @@ def conv2d_packed(ins, strides, padding, dilation, groups, kernel_shape):
     return _with_bias(out, ins[2] if len(ins) > 2 else None, "conv2d")
 
 
+def winograd_rows_output(ins, out_height):
+    """ins: the grouped conv's result (N, 6 * CO, tiles, W), optional bias (CO,)."""
+    return topi.winograd_rows_output(ins[0], out_height, ins[1] if len(ins) > 1 else None,
+                                     name="winograd_rows_output")
+
+
 def conv2d_transpose(ins, strides, padding, dilation, output_padding, groups):
     """ins: data (N, C, H, W), weight (C, OC // groups, KH, KW), optional bias (OC,)."""
     out = topi.conv2d_transpose_nchw(ins[0], ins[1], strides, padding, dilation,
@@ -91,6 +97,16 @@ OPS = {op.name: op for op in (
           lambda ins, groups, mr: topi.conv2d_pack_weight(ins[0], groups, mr,
                                                           name="conv2d_pack_weight"),
           doc="a conv2d weight in the GEMM form's register-tile layout"),
+    # what graph.passes.winograd_rows makes of a 3x3 stride-1 conv2d: these two around a
+    # grouped 1x3 conv2d
+    OpDef("winograd_rows_input", Pattern.INJECTIVE,
+          lambda ins, top, out_height: topi.winograd_rows_input(
+              ins[0], top, out_height, name="winograd_rows_input"),
+          doc="a 3x3 conv's input rows, Winograd F(4, 3)-transformed per tile of 4 rows"),
+    # fused as a conv is: its elementwise consumers (relu, a residual add) join it, an
+    # injective one does not (a concatenate, which its output then goes into in place)
+    OpDef("winograd_rows_output", Pattern.OUT_ELEMWISE_FUSABLE, winograd_rows_output, (1, 2),
+          doc="the tiles' rows back as a 3x3 conv's output rows, optional bias"),
     OpDef("conv2d_transpose", Pattern.OUT_ELEMWISE_FUSABLE, conv2d_transpose, (2, 3),
           doc="transposed 2-d convolution, NCHW, groups and dilation, optional bias"),
     OpDef("max_pool2d", Pattern.OUT_ELEMWISE_FUSABLE, max_pool2d, schedule="pool",

@@ -21,6 +21,7 @@ from .fold import fold_constants
 from .panels import pack_matmul_weights
 from .rewrite import same_shape
 from .simplify import simplify_algebra
+from .winograd import winograd_rows
 
 # (name, function Graph -> Graph), in the order they run
 PASSES: list = [
@@ -32,6 +33,8 @@ PASSES: list = [
     ("simplify_algebra", simplify_algebra),
     # batch_norm into conv/gemm/matmul weights, else multiply + add
     ("fold_batch_norm", fold_batch_norm),
+    # 3x3 stride-1 convs as Winograd F(4, 3) along their rows: half the multiplies
+    ("winograd_rows", winograd_rows),
     # constant matmul weights laid out once in the panels the kernel streams
     ("pack_matmul_weights", pack_matmul_weights),
     # conv2d weights in the layout the GEMM form's register tiles read (a pack node)...

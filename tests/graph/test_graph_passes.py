@@ -43,7 +43,8 @@ def _same_results(before, after, rtol=1e-6, atol=0.0):
 
 def test_pipeline_lists_every_pass_in_order():
     assert PASS_NAMES == ("remove_identity", "fold_constants", "simplify_algebra",
-                          "fold_batch_norm", "pack_matmul_weights", "pack_conv_weights",
+                          "fold_batch_norm", "winograd_rows", "pack_matmul_weights",
+                          "pack_conv_weights",
                           "fold_packed_weights",
                           "eliminate_common_subexpressions",
                           "eliminate_dead_code")

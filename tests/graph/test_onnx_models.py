@@ -36,4 +36,8 @@ def test_light_model_matches_onnxruntime(name, level):
         assert (len(m.steps), m.num_kernels) == (steps, kernels)
     else:
         launched = sum(s.kernel is not None for s in m.steps)
-        assert launched < steps and m.num_kernels < kernels, (launched, m.num_kernels)
+        # pass winograd_rows makes a 3x3 conv three nodes (and kernels): fusion still runs
+        # fewer kernels than O0 would over the same nodes
+        extra = 2 * sum("winograd_rows_output" in s.ops for s in m.steps)
+        assert launched < steps + extra and m.num_kernels < kernels + extra, (
+            launched, m.num_kernels, extra)

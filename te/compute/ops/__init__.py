@@ -17,6 +17,7 @@ from .nn import (avg_pool2d, batch_matmul, conv2d_nchw, depthwise_conv2d_nchw, l
 from .pool_phased import avg_pool2d_phased, max_pool2d_phased
 from .resize import resize
 from .reduction import argmax, argmin, cumprod, cumsum, max, min, sum  # noqa: A004
+from .winograd_rows import winograd_rows_input, winograd_rows_output, winograd_rows_weight
 from .transform import (concatenate, gather_elements, pad, reshape, slice_axis, take, tile,
                         transpose)
 
@@ -29,4 +30,5 @@ __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "relu"
            "pad", "concatenate", "slice_axis", "sum", "max", "min", "argmax", "argmin",
            "cumsum", "cumprod", "gather_elements", "matmul",
            "batch_matmul", "conv2d_nchw", "depthwise_conv2d_nchw", "max_pool2d",
-           "avg_pool2d", "max_pool2d_phased", "avg_pool2d_phased", "softmax", "layer_norm"]
+           "avg_pool2d", "max_pool2d_phased", "avg_pool2d_phased", "softmax", "layer_norm",
+           "winograd_rows_input", "winograd_rows_output", "winograd_rows_weight"]
