@@ -1,19 +1,29 @@
 """Pass winograd_rows: a 3x3 stride-1 conv2d of a constant weight as Winograd F(4, 3) along
-its rows (te.compute.ops.winograd_rows), where that is faster than the direct GEMM form.
+its rows (te.compute.ops.winograd_rows), for the sizes where that measured faster than the
+direct GEMM form (on an AVX-512 host: benchmarks/CONV_SHAPES.md).
 
 conv2d(x, W, b) becomes winograd_rows_output(conv2d(winograd_rows_input(x), U, groups 6), b)
 with U = winograd_rows_weight(W) computed here, once (a constant). The middle conv does half
 the multiplies of the 3x3 one and is a GEMM-form conv itself (pack_conv_weights packs U
 next); the two transforms are injective kernels, the output one taking the bias and, by
-fusion, what follows (relu, a residual add). The answers differ from the direct form's by
-rounding only (the transforms' coefficients are small: 1/24 to 8).
+fusion, what follows (relu, a residual add).
+
+On finite inputs of ordinary size the answers differ from the direct form's by rounding
+(the transforms' coefficients run from 1/24 to 8: a few times the direct form's error).
+Not beyond that: an infinite input gives NaN (0 * inf and inf - inf in the transforms)
+where the direct conv gives an infinity, a NaN reaches all 4 output rows of its tile (the
+direct conv: the 3 rows whose window holds it), and inputs within about 10x of the
+dtype's largest value can overflow in the input transform. TE_WINOGRAD=0 in the
+environment turns the pass off (O1 and O2 then keep the direct form, as O0 does).
 
 Which convs: groups 1, dilation 1, float32, at least WINOGRAD_MIN_CHANNELS input and output
 channels and an output of at least WINOGRAD_MIN_SIZE rows and columns (smaller ones
-measured slower: benchmarks/CONV_SHAPES.md). Imports numpy, te's op library and
+measured slower: benchmarks/CONV_SHAPES.md). Imports os, numpy, te's op library and
 graph.passes.rewrite.
 """
 from __future__ import annotations
+
+import os
 
 import numpy as np
 from te.compute.ops import winograd_rows as wr
@@ -23,7 +33,7 @@ from .rewrite import rebuild
 
 WINOGRAD_MIN_CHANNELS = 16
 WINOGRAD_MIN_SIZE = 7
-WINOGRAD_ON = True    # (benchmarks turn it off to compare)
+WINOGRAD_ON = True    # (benchmarks turn it off to compare; users set TE_WINOGRAD=0)
 
 
 def _ints(shape) -> tuple | None:
@@ -35,7 +45,8 @@ def _ints(shape) -> tuple | None:
 
 def eligible(node, ins) -> bool:
     """Whether conv2d node `node` (inputs `ins`) takes the row-Winograd form."""
-    if not WINOGRAD_ON or node.op != "conv2d" or not ins[1].is_constant:
+    if not WINOGRAD_ON or os.environ.get("TE_WINOGRAD", "1") == "0" or \
+            node.op != "conv2d" or not ins[1].is_constant:
         return False
     attr = node.attr
     if attr["groups"] != 1 or tuple(attr["strides"]) != (1, 1) or \

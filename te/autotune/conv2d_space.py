@@ -142,12 +142,14 @@ def _weight_bytes(gemm: ComputeOp) -> int:
     return math.prod(extents) * _taps(gemm) * int(gemm.reduce_axis[0].dom.extent.value) * 4
 
 
-def _reduce_blocks(pack: ComputeOp, min_blocks: int = 1) -> list:
+def _reduce_blocks(pack: ComputeOp, min_blocks: int = 1, channels: int | None = None) -> list:
     """The sizes of the 'reduce:<k>' layouts: the powers of two k, MIN_REDUCE_BLOCK <= k <
     input channels, that divide the input channels, the heuristic's first (the largest
     whose k channels of packed input take at most a quarter of L2 and that leaves at least
-    `min_blocks` blocks)."""
-    _, channels, pha, phb, columns = (int(d.value) for d in pack.output(0).shape)
+    `min_blocks` blocks). `channels`: those a group's reduction runs over (the pack's
+    channels where None: groups 1)."""
+    _, total, pha, phb, columns = (int(d.value) for d in pack.output(0).shape)
+    channels = total if channels is None else channels
     sizes = [k for k in (2 ** e for e in range(channels.bit_length()))
              if MIN_REDUCE_BLOCK <= k < channels and channels % k == 0]
     if not sizes:
@@ -209,7 +211,8 @@ def _define_cvec(cfg, gemm: ComputeOp, pack: ComputeOp) -> None:
     blocks): first otherwise. (A 3x3 conv over 512 channels at 7 x 7: a tile's weights
     and the input together nearly fill L2; benchmarks/CONV_SHAPES.md has the timings.)"""
     tiles = int(gemm.output(0).shape[1].value)
-    reduce = [f"reduce:{k}" for k in _reduce_blocks(pack, min_blocks=CVEC_MIN_BLOCKS)]
+    per_group = int(gemm.reduce_axis[0].dom.extent.value)   # a group's input channels
+    reduce = [f"reduce:{k}" for k in _reduce_blocks(pack, CVEC_MIN_BLOCKS, per_group)]
     mr = gemm.attrs["tile"][0]
     tile_weights = mr * int(gemm.reduce_axis[0].dom.extent.value) * _taps(gemm) * 4
     if _channels_outer(pack) and tiles >= CVEC_MIN_TILES and \

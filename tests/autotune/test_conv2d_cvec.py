@@ -238,3 +238,16 @@ def test_bad_forms_are_refused():
     with pytest.raises(ArgumentError, match=r"conv2d_nchw_gemm: form must be one of "
                                             r"\('rows', 'cvec'\), got None"):
         ops.conv2d_nchw_gemm(X, W, groups=2, form=None)
+
+
+def test_a_grouped_convs_reduce_blocks_divide_one_groups_channels():
+    """'reduce:<k>' splits the reduction over one group's input channels (48 here, of 288
+    in the pack): k divides 48 and is below it."""
+    X = te.placeholder((1, 6 * 48, 4, 13), name="X")
+    W = te.placeholder((6 * 40, 48, 1, 3), name="W")
+    P = te.placeholder((6, 3, 48, 1, 3, 16), name="P")
+    conv = ops.conv2d_nchw_gemm(X, W, 1, (0, 1, 0, 1), 1, 6, tile=(16, 7), packed=P,
+                                form="cvec")
+    sizes = [int(o.split(":")[1]) for o in te.autotune.conv2d_space(conv).knobs["layout"].options
+             if o.startswith("reduce:")]
+    assert sizes and all(48 % k == 0 and k < 48 for k in sizes), sizes

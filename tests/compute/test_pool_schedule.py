@@ -42,7 +42,7 @@ def pool_ref(x, kind, k, stride, pads, count_include_pad=False):
 # (shape, kernel, stride, padding (top, left, bottom, right))
 CASES = [
     ((1, 5, 17, 19), (3, 3), (2, 2), (1, 1, 1, 1)),      # ResNet's stem pool, odd sizes
-    ((2, 3, 12, 11), (2, 2), (2, 2), (0, 0, 0, 0)),      # no padding: still phase-split
+    ((2, 3, 12, 11), (2, 2), (2, 2), (0, 0, 0, 0)),      # no padding: rows first over the input
     ((2, 4, 9, 13), (3, 3), (1, 1), (0, 0, 0, 0)),       # stride 1, no pad: reads the data
     ((1, 3, 10, 9), (3, 2), (1, 1), (1, 0, 2, 1)),       # stride 1, asymmetric padding
     ((2, 3, 15, 14), (2, 3), (3, 4), (1, 2, 1, 0)),      # strides above the kernel

@@ -119,7 +119,7 @@ def test_the_random_graphs_give_every_pass_work():
              "fold_batch_norm": 4, "pack_matmul_weights": 4, "eliminate_common_subexpressions": 6,
              "eliminate_dead_code": 2}
     # the generator's convs (2-4 output channels) seldom take the GEMM form whose weights
-    # pack_conv_weights packs, nor the row-Winograd form (32 channels and up):
+    # pack_conv_weights packs, nor the row-Winograd form (16 channels and up):
     # tests/graph/test_graph_conv_weights.py and test_graph_winograd.py give those work
     assert set(least) == set(changed) - {"pack_conv_weights", "fold_packed_weights",
                                          "winograd_rows"}, changed

@@ -83,7 +83,7 @@ def test_eligible_convs_take_the_row_winograd_form_at_every_level(case):
 
 
 @pytest.mark.parametrize("what", ["stride 2", "dilation 2", "groups 2", "1x1", "channels",
-                                  "rows", "columns", "off"])
+                                  "rows", "columns", "padding 3", "off", "TE_WINOGRAD=0"])
 def test_other_convs_stay_as_they_were(what, monkeypatch):
     c, s = WINOGRAD_MIN_CHANNELS, WINOGRAD_MIN_SIZE
     args = {"stride 2": ((1, c, 2 * s, 2 * s), c, 1, {"strides": 2}),
@@ -93,13 +93,42 @@ def test_other_convs_stay_as_they_were(what, monkeypatch):
             "channels": ((1, c - 1, s, s), c, 1, {}),
             "rows": ((1, c, s - 1, s), c, 1, {}),
             "columns": ((1, c, s, s + 1), c, (1, 0, 1, 0), {}),
-            "off": ((1, c, s, s), c, 1, {})}[what]
+            "padding 3": ((1, c, s, s), c, (3, 1, 0, 1), {}),
+            "off": ((1, c, s, s), c, 1, {}),
+            "TE_WINOGRAD=0": ((1, c, s, s), c, 1, {})}[what]
     if what == "off":
         monkeypatch.setattr(importlib.import_module("graph.passes.winograd"), "WINOGRAD_ON",
                             False)
+    if what == "TE_WINOGRAD=0":
+        monkeypatch.setenv("TE_WINOGRAD", "0")
     shape, co, pads, kw = args
     g, _, _ = _conv_relu(shape, co, pads, **kw)
     assert str(winograd_rows(g)) == str(g)
+
+
+def test_a_weight_fed_at_run_time_keeps_the_direct_form():
+    x, w = graph.input("x", (1, 16, 9, 9)), graph.input("w", (16, 16, 3, 3))
+    g = graph.Graph([graph.nn.conv2d(x, w, padding=1, name="y")])
+    assert _ops(winograd_rows(g)) == ["conv2d"]
+
+
+def test_non_finite_inputs_give_what_the_docstring_says():
+    """The documented difference from the direct form: an infinity becomes NaN, a NaN
+    reaches its whole tile of 4 output rows; finite values elsewhere still match."""
+    g, w, b = _conv_relu((1, 16, 8, 9), 16, (1, 1, 1, 1))
+    x = _rand(1, 16, 8, 9)
+    x[0, 3, 2, 4] = np.inf
+    x[0, 5, 6, 1] = np.nan
+    direct = graph.compile(g, level="O0", cache=False).run({"x": x})[0]
+    rows = graph.compile(g, level="O1", cache=False).run({"x": x})[0]
+    assert np.isinf(direct).any() and not np.isinf(rows).any()
+    assert np.isnan(rows[np.isinf(direct)]).all()
+    # the infinity (input row 2, column 4) reaches output rows 1-3 directly, all of its
+    # tile's rows 0-3 here; the NaN (row 6, column 1) rows 5-7 directly, 4-7 here
+    assert not np.isnan(direct[0, :, 0, 3:6]).any() and np.isnan(rows[0, :, 0, 3:6]).all()
+    assert not np.isnan(direct[0, :, 4, 0:3]).any() and np.isnan(rows[0, :, 4, 0:3]).all()
+    finite = np.isfinite(direct) & np.isfinite(rows)
+    np.testing.assert_allclose(rows[finite], direct[finite], rtol=1e-4, atol=1e-4)
 
 
 def test_a_batch_norm_folds_into_the_weights_first():

@@ -3,7 +3,10 @@ output row a vector of consecutive outputs, whose window taps are vector loads a
 stride along x (the LLVM codegen loads strides 2 to MAX_DENSE_STRIDE as dense loads and a
 shuffle; larger strides would be gathers).
 
-The window reads, by the padding and the stride along x (sw):
+Where sw <= MAX_DENSE_STRIDE and kh, kw <= MAX_TREE_TAPS the window is combined rows first
+(_separable): stage '<name>_rows' (tag ROWS_TAG) combines each output row's kh input rows
+column by column, and each output combines kw of those; otherwise each output reads its
+kh * kw taps. Either reads, by the padding and the stride along x (sw):
 - no padding, sw <= MAX_DENSE_STRIDE: the input itself, no copy;
 - padding, sw <= MAX_DENSE_STRIDE: stage '<name>_pack' (tag 'injective,pool_pack'), the
   padded input Xp[n, c, i, j] = padded[n, c, i, j] (the dtype's lowest value for max,
@@ -34,8 +37,8 @@ MAX_TREE_TAPS = 25
 
 
 def _checked(data: Tensor, kernel, stride, padding, who: str):
-    """_pool_args and the constant shape: ((kh, kw), (sh, sw), pads, out shape, N, C, H, W,
-    OH, OW)."""
+    """_pool_args and the constant shape: ((kh, kw), (sh, sw), pads, out shape, [N, C, H,
+    W], (OH, OW))."""
     (kh, kw), (sh, sw), pads, shape = _pool_args(data, kernel, stride, padding, who)
     dims = [static_dim(d) for d in data.shape]
     if any(d is None for d in dims):
@@ -46,9 +49,9 @@ def _checked(data: Tensor, kernel, stride, padding, who: str):
 
 
 def _dense_source(data: Tensor, kh, kw, sh, sw, pads, dims, out_hw, fill, who: str):
-    """What the windows read where sw <= MAX_DENSE_STRIDE: the input, or without padding
-    its padded copy '<who>_pack' (rows and columns read: (OH - 1) * sh + kh, (OW - 1) * sw
-    + kw)."""
+    """What the windows read where sw <= MAX_DENSE_STRIDE: the input itself without
+    padding, else its padded copy '<who>_pack' (rows and columns read: (OH - 1) * sh + kh,
+    (OW - 1) * sw + kw)."""
     if not any(pads):
         return data
     N, C, H, W = dims
@@ -75,7 +78,8 @@ def _separable(data: Tensor, kernel, stride, padding, fill, who: str, combine):
     """The window as rows first: stage '<who>_rows' (tag ROWS_TAG) combines each output row's
     kh input rows, column by column, and the result combines kw of those per output. Where
     sw <= MAX_DENSE_STRIDE and kh, kw <= MAX_TREE_TAPS: (window(n, c, y, x), (kh, kw),
-    (sh, sw), pads, shape); else None. kh + kw operations per output instead of kh * kw."""
+    (sh, sw), pads, shape); else None. About sw * (kh - 1) + kw - 1 operations per output
+    (the row buffer has sw columns per output) instead of kh * kw - 1."""
     (kh, kw), (sh, sw), pads, shape, dims, out_hw = _checked(data, kernel, stride, padding,
                                                              who)
     if sw > MAX_DENSE_STRIDE or max(kh, kw) > MAX_TREE_TAPS:

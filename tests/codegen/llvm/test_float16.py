@@ -116,7 +116,7 @@ def test_min_max_propagate_nan(op, vector, target):
     a, b = half_operands(N, 2)
     expected = (np.minimum if op == "min" else np.maximum)(a, b)
     # The sign of min(0, -0) is numpy's order of operands for float16 and the reverse for
-    # float32: not a semantics to copy (te leaves it to the instruction: x86's minps/maxps).
+    # float32: not a semantics to copy (te's min/max carry `nsz`: either zero may come out).
     assert_bits_equal(run(f, [a, b], "float16"), expected, zero_sign=False)
 
 
