@@ -36,13 +36,6 @@ WINOGRAD_MIN_SIZE = 7
 WINOGRAD_ON = True    # (benchmarks turn it off to compare; users set TE_WINOGRAD=0)
 
 
-def _ints(shape) -> tuple | None:
-    try:
-        return tuple(int(d) for d in shape)
-    except TypeError:
-        return None
-
-
 def eligible(node, ins) -> bool:
     """Whether conv2d node `node` (inputs `ins`) takes the row-Winograd form."""
     if not WINOGRAD_ON or os.environ.get("TE_WINOGRAD", "1") == "0" or \
@@ -52,8 +45,8 @@ def eligible(node, ins) -> bool:
     if attr["groups"] != 1 or tuple(attr["strides"]) != (1, 1) or \
             tuple(attr["dilation"]) != (1, 1) or ins[0].dtype != "float32":
         return False
-    xs, ws = _ints(ins[0].shape), _ints(ins[1].shape)
-    if xs is None or ws is None or ws[2:] != (3, 3):
+    xs, ws = tuple(ins[0].shape), tuple(ins[1].shape)
+    if not all(isinstance(d, int) for d in xs + ws) or ws[2:] != (3, 3):   # te.var dims
         return False
     top, left, bottom, right = attr["padding"]
     oh, ow = xs[2] + top + bottom - 2, xs[3] + left + right - 2

@@ -214,7 +214,7 @@ def _define_cvec(cfg, gemm: ComputeOp, pack: ComputeOp) -> None:
     per_group = int(gemm.reduce_axis[0].dom.extent.value)   # a group's input channels
     reduce = [f"reduce:{k}" for k in _reduce_blocks(pack, CVEC_MIN_BLOCKS, per_group)]
     mr = gemm.attrs["tile"][0]
-    tile_weights = mr * int(gemm.reduce_axis[0].dom.extent.value) * _taps(gemm) * 4
+    tile_weights = mr * per_group * _taps(gemm) * 4
     if _channels_outer(pack) and tiles >= CVEC_MIN_TILES and \
             tile_weights <= C.l2_bytes() // 2:
         layouts = ["channels", "pixels", *reduce]

@@ -199,12 +199,11 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
                          tag=GEMM_TAG, attrs={"tile": (mr, nr), "form": "cvec"})
 
         def crop(n, f, y, x):
+            if groups == 1:
+                return Yc[n, api.indexdiv(f, mr), y * OW + x, api.indexmod(f, mr)]
             g, fg = api.indexdiv(f, OCg), api.indexmod(f, OCg)
-            fo = api.indexdiv(fg, mr) if groups == 1 else g * tiles + api.indexdiv(fg, mr)
-            return Yc[n, fo, y * OW + x, api.indexmod(fg, mr)]
-        return api.compute((N, OC, OH, OW), crop if groups > 1 else (
-            lambda n, f, y, x: Yc[n, api.indexdiv(f, mr), y * OW + x, api.indexmod(f, mr)]),
-            name=name, tag=CROP_TAG)
+            return Yc[n, g * tiles + api.indexdiv(fg, mr), y * OW + x, api.indexmod(fg, mr)]
+        return api.compute((N, OC, OH, OW), crop, name=name, tag=CROP_TAG)
 
     def gemm(n, g, f, p):
         w = weight(g, f, rc, ry, rx)

@@ -57,6 +57,15 @@ def _entry(matrix, row, col: int, dtype: str):
     return out
 
 
+def _combination(matrix, row, values: list, dtype: str):
+    """sum_j matrix[row][j] * values[j] for a row index expression (see _entry)."""
+    terms = [_entry(matrix, row, j, dtype) * v for j, v in enumerate(values)]
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
+
+
 def _dims(t: Tensor, who: str, what: str) -> list:
     dims = [static_dim(d) for d in t.shape]
     if any(d is None for d in dims):
@@ -83,14 +92,12 @@ def winograd_rows_input(data: Tensor, top: int, out_height: int,
 
     def rows(n, k, ty, x):
         a, c = api.indexdiv(k, C), api.indexmod(k, C)
-        total = None
+        values = []
         for p in range(WINOGRAD_ALPHA):
             row = ty * WINOGRAD_TILE + p - top
-            value = api.if_then_else(api.all(row >= 0, row < H), data[n, c, row, x],
-                                     api.const(0, data.dtype))
-            term = _entry(BT, a, p, data.dtype) * value
-            total = term if total is None else total + term
-        return total
+            values.append(api.if_then_else(api.all(row >= 0, row < H), data[n, c, row, x],
+                                           api.const(0, data.dtype)))
+        return _combination(BT, a, values, data.dtype)
     return api.compute((N, WINOGRAD_ALPHA * C, tiles, W), rows, name=name, tag="injective")
 
 
@@ -106,11 +113,7 @@ def winograd_rows_weight(weight: Tensor, name: str = "winograd_rows_weight") -> 
 
     def transform(k, ci, _, kx):
         a, co = api.indexdiv(k, CO), api.indexmod(k, CO)
-        total = None
-        for r in range(3):
-            term = _entry(G, a, r, weight.dtype) * weight[co, ci, r, kx]
-            total = term if total is None else total + term
-        return total
+        return _combination(G, a, [weight[co, ci, r, kx] for r in range(3)], weight.dtype)
     return api.compute((WINOGRAD_ALPHA * CO, CI, 1, 3), transform, name=name, tag="injective")
 
 
@@ -138,10 +141,7 @@ def winograd_rows_output(m: Tensor, out_height: int, bias: Tensor | None = None,
 
     def rows(n, co, y, x):
         i, ty = api.indexmod(y, WINOGRAD_TILE), api.indexdiv(y, WINOGRAD_TILE)
-        total = None
-        for a in range(WINOGRAD_ALPHA):
-            coef = _entry(AT, i, a, m.dtype)
-            term = coef * m[n, a * CO + co, ty, x]
-            total = term if total is None else total + term
+        total = _combination(AT, i, [m[n, a * CO + co, ty, x] for a in range(WINOGRAD_ALPHA)],
+                             m.dtype)
         return total if bias is None else total + bias[co]
     return api.compute((N, CO, out_height, W), rows, name=name, tag="injective")
