@@ -51,6 +51,14 @@ CVEC_PIXELS = 6
 CVEC_WIDE_PIXELS = 7
 CVEC_COST = 1.05
 CVEC_WIDE_COST = 1.0
+# a 1x1 conv (groups 1) in the cvec form, per padded element relative to the panels form's
+# tile: its crop (a transpose out of the channel vectors) costs more against a 1x1 conv's
+# short work per output than a 3x3's. On AMD Zen 4 cvec ran 4-15% faster than the panels
+# at ResNet-50's 14 x 14 and 7 x 7 outputs (which the panels pad by 14% and 31%) and 7-80%
+# slower at 28 x 28 and 56 x 56 (benchmarks/CONV_SHAPES.md). 8-lane hosts: not measured, so
+# 0 (1x1 convs keep the panels there)
+CVEC_POINTWISE_COST = 0.0
+CVEC_WIDE_POINTWISE_COST = 1.08
 # input channels the cvec form needs: a stem's (3 channels, 7x7 stride 2: a short reduction
 # over a large output) measured 1.2-1.3x slower than in the rows form
 CVEC_MIN_CHANNELS = 16
@@ -136,12 +144,16 @@ def conv2d_gemm_form(data_shape, kernel_shape, strides=1, padding=0, dilation=1,
     tile = conv2d_tile(dtype, pixels, oc // groups, pointwise)
     lanes = vector_lanes(dtype)
     nr = CVEC_WIDE_PIXELS if lanes >= 16 else CVEC_PIXELS
-    if not CVEC_ON or not nr or pointwise or icg < CVEC_MIN_CHANNELS:
+    if pointwise:
+        cost = CVEC_POINTWISE_COST if lanes < 16 else CVEC_WIDE_POINTWISE_COST
+    else:
+        cost = CVEC_COST if lanes < 16 else CVEC_WIDE_COST
+    if not CVEC_ON or not nr or not cost or icg < CVEC_MIN_CHANNELS:
         return "rows", tile
-    factor = dict((c[:2], c[2]) for c in tile_candidates(dtype, False, pixels))[tile]
+    factor = dict((c[:2], c[2])
+                  for c in tile_candidates(dtype, pointwise, pixels))[tile]
     mr = 2 * lanes
     rows_cost = _ceil_to(pixels, tile[1]) * _ceil_to(oc // groups, tile[0]) * factor
-    cost = CVEC_COST if lanes < 16 else CVEC_WIDE_COST
     cvec_cost = _ceil_to(out_hw[0] * out_hw[1], nr) * _ceil_to(oc // groups, mr) * cost
     return ("cvec", (mr, nr)) if cvec_cost <= rows_cost else ("rows", tile)
 

@@ -182,7 +182,10 @@ def _tile_blocks(gemm: ComputeOp, pack: ComputeOp) -> list:
 
 def _schedule_pack(s, pack: ComputeOp, lanes: int) -> None:
     """The rows and cvec forms' pack: (batch, channel) in parallel, each phase row a
-    vectorized run."""
+    vectorized run; inlined where it reads no zeros (attrs['inline']: a 1x1 conv's)."""
+    if pack.attrs.get("inline"):
+        s[pack].compute_inline()
+        return
     n, c, a, b, q = s[pack].op.axis
     wq = pack.attrs["pitch"]
     qo, qi = s[pack].split(q, factor=wq)

@@ -27,6 +27,9 @@ CASES = [
     (1, 16, 3, 3, 48, 3, 1, 1, 1, (16, 7)),      # 3 channel tiles, 2 pixel tiles
     (1, 18, 5, 9, 30, 3, 1, 1, 1, (8, 7), 3),    # groups 3: 10 channels a group, padded
     (2, 12, 6, 7, 12, 3, 2, 1, 1, (16, 5), 2),   # groups 2, stride 2, one tile a group
+    (2, 20, 5, 7, 40, 1, 1, 0, 1, (16, 7)),      # 1x1 stride 1, 35 pixels: the input itself
+    (1, 12, 8, 13, 24, 1, 2, 0, 1, (16, 7)),     # 1x1 stride 2, 4 x 7 pixels: read in place
+    (1, 20, 5, 7, 24, 1, 1, 0, 1, (16, 6)),      # 1x1 stride 1, 35 pixels padded to 36
 ]
 
 
@@ -65,7 +68,8 @@ def check(cfg, args, inputs, want, out, what):
 
 
 IDS = ["partial_tile", "stride2_batch2", "dilated", "pointwise", "nopad", "few_tiles",
-       "groups3", "groups2_stride2"]
+       "groups3", "groups2_stride2", "pointwise_strided_view",
+       "pointwise_view", "pointwise_partial"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -94,6 +98,22 @@ def test_the_gemm_has_no_padding_columns_and_reads_packed_weights_as_vectors():
     assert [int(d.value) for d in gemm.output(0).shape] == [1, 2, 198, 16]
     ir = str(te.lower(te.autotune.schedule_conv2d(out), args))
     assert "P[" in ir and "W[" not in ir
+
+
+def test_a_1x1_convs_pack_is_inlined_only_where_its_tiles_end_with_the_image():
+    """A 1x1 conv without padding whose pixel tiles end with the image reads the input
+    itself, at any stride (the pack inlined, no copy); a partial last tile or padding
+    keeps the copy."""
+    def pack_of(case):
+        args, _, _, out = cvec_case(case, True)
+        pack = C.by_tag(C.producer_ops(out), ("conv2d_gemm_pack",))
+        ir = str(te.lower(te.autotune.schedule_conv2d(out), args))
+        return pack.attrs["inline"], f"{pack.name}[" in ir
+    assert pack_of(CASES[-2]) == (True, False)
+    assert pack_of(CASES[-1]) == (False, True)
+    assert pack_of(CASES[3]) == (False, True)          # 25 pixels, tiles of 7
+    assert pack_of(CASES[-3]) == (True, False)         # stride 2, 4 x 7 pixels
+    assert pack_of((1, 20, 5, 7, 24, 1, 1, 1, 1, (16, 7))) == (False, True)   # padding
 
 
 def test_the_layout_heuristic(monkeypatch):
@@ -159,7 +179,8 @@ def test_which_convs_the_strategy_gives_the_cvec_form(monkeypatch):
 def test_which_convs_the_strategy_gives_the_cvec_form_on_avx512(monkeypatch):
     """On hosts of 16-lane vectors: 2 vectors of channels by 7 pixels (ResNet's 14 x 14
     and 7 x 7 images are whole tiles) where that pads less than the rows form's 8 x 32 or
-    8 x 48 tile; 1x1 convs keep the panels; CVEC_WIDE_PIXELS 0 keeps the rows form."""
+    8 x 48 tile, 1x1 convs included (by CVEC_WIDE_POINTWISE_COST); CVEC_WIDE_PIXELS 0
+    keeps the rows form."""
     form = te.autotune.conv2d_gemm_form
     monkeypatch.setattr(C, "vector_lanes", lambda dtype="float32": 16)
     assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1) == ("cvec", (32, 7))
@@ -169,7 +190,16 @@ def test_which_convs_the_strategy_gives_the_cvec_form_on_avx512(monkeypatch):
                                           1, 1) == 32
     # 56 x 58 columns: the rows form's tiles pad ~4% and cvec's equal cost loses
     assert form((1, 64, 56, 56), (64, 64, 3, 3), 1, 1) == ("rows", (8, 48))
-    assert form((1, 1024, 7, 7), (2048, 1024, 1, 1)) == ("rows", (8, 32))
+    # 1x1 convs: cvec where the panels pad 14% (14 x 14) or 31% (7 x 7) of the pixels,
+    # the panels at 28 x 28 (8 x 48 tiles pad 4%) and 56 x 56; groups of fewer channels
+    # than a cvec tile keep the panels as well
+    assert form((1, 1024, 7, 7), (2048, 1024, 1, 1)) == ("cvec", (32, 7))
+    assert form((1, 256, 14, 14), (1024, 256, 1, 1)) == ("cvec", (32, 7))
+    assert form((1, 512, 28, 28), (1024, 512, 1, 1), 2) == ("cvec", (32, 7))
+    assert form((1, 512, 28, 28), (128, 512, 1, 1)) == ("rows", (8, 48))
+    assert form((1, 64, 56, 56), (256, 64, 1, 1)) == ("rows", (8, 48))
+    assert form((1, 256, 56, 56), (512, 256, 1, 1), 2) == ("rows", (8, 48))
+    assert form((1, 256, 13, 13), (16, 256, 1, 1))[0] == "rows"
     assert form((1, 3, 224, 224), (64, 3, 7, 7), 2, 3)[0] == "rows"
     monkeypatch.setattr(C, "CVEC_WIDE_PIXELS", 0)
     assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1)[0] == "rows"

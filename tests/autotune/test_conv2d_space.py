@@ -77,7 +77,18 @@ SMALL = [
     (2, 5, 11, 13, 13, 3, 2, 1, 1),    # rows form, groups 1: per-block or whole GEMM
     (2, 12, 13, 15, 9, 1, 2, 0, 1),    # 1x1 stride 2: the panel form
     (2, 12, 9, 7, 12, 3, 2, 1, 3),     # grouped: a GEMM with a group axis (whole only)
+    (1, 16, 6, 8, 12, 1, 1, 0, 2),     # grouped 1x1, 48 pixels: whole tiles, no pack copy
 ]
+
+
+def test_a_grouped_1x1_conv_in_whole_tiles_reads_its_input_in_place():
+    """The rows form's pack of a 1x1 stride-1 conv without padding, whose pixel tiles end
+    with the image (48 pixels: 8 x 48 tiles on AVX-512, 6 x 16 on AVX2), is inlined."""
+    X, W, B, out = conv_bias_relu(*SMALL[3])
+    pack = C.by_tag(C.producer_ops(out), ("conv2d_gemm_pack",))
+    assert pack.attrs["inline"]
+    ir = str(te.lower(te.autotune.schedule_conv2d(out), [X, W, B, out]))
+    assert f"{pack.name}[" not in ir and "X[" in ir
 
 
 def test_the_spaces_knobs_per_form_with_the_heuristics_choice_first():
@@ -140,7 +151,7 @@ def test_the_panel_blocks_leave_enough_blocks_to_share_out():
             assert block == 7
 
 
-@pytest.mark.parametrize("case", SMALL, ids=["rows", "panels", "grouped"])
+@pytest.mark.parametrize("case", SMALL, ids=["rows", "panels", "grouped", "grouped_1x1"])
 def test_every_config_of_a_small_conv_matches_numpy(case):
     stages = conv_case(case, 3)
     X, W, B, out = stages[:4]
@@ -269,7 +280,7 @@ def test_reduce_blocks_lead_at_stride_2_with_the_largest_block_in_a_quarter_of_l
     assert layouts[0] == "blocks" and layouts[-1].startswith("reduce:")
 
 
-@pytest.mark.parametrize("case", SMALL, ids=["rows", "panels", "grouped"])
+@pytest.mark.parametrize("case", SMALL, ids=["rows", "panels", "grouped", "grouped_1x1"])
 def test_the_default_config_is_the_untuned_schedule(case):
     X, W, B, out = conv_bias_relu(*case)
     space = te.autotune.conv2d_space(out)

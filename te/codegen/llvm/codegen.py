@@ -269,11 +269,8 @@ class FuncGen(BlockValues):
             else:
                 self.store(buf.data, value, ptr, align)
         else:  # scatter, lane by lane
-            lanes = self.index_value(index)
-            for k in range(n):
-                lane = self.b.extract_element(value, I32(k))
-                ptr = self.address(buf, self.b.extract_element(lanes, I32(k)))
-                self.store(buf.data, lane, ptr, align)
+            for k, ptr in enumerate(self.lane_addresses(buf, index, n)):
+                self.store(buf.data, self.b.extract_element(value, I32(k)), ptr, align)
 
     def stmt_Allocate(self, s: tir.Allocate):
         elem = mem_type(dt.base(s.buffer.dtype))
@@ -735,13 +732,22 @@ class FuncGen(BlockValues):
             elem = mem_type(dt.base(e.dtype))
             return self.from_mem(self._strided_load(buf, index, elem, n, stride, align),
                                  e.dtype)
-        index = self.index_value(index)  # gather, lane by lane
-        lanes = []
-        for k in range(n):
-            ptr = self.address(buf, self.b.extract_element(index, I32(k)))
-            lanes.append(self.load(buf.data, ptr, mem_type(dt.base(e.dtype)), align))
+        lanes = [self.load(buf.data, ptr, mem_type(dt.base(e.dtype)), align)
+                 for ptr in self.lane_addresses(buf, index, n)]   # gather, lane by lane
         return self.from_mem(self.vector_of(lanes, dt.with_lanes(mem_dtype(e.dtype), n)),
                              e.dtype)
+
+    def lane_addresses(self, buf, index: E.Expr, n: int) -> list:
+        """&buf[lane k of index] for the n lanes of a vector index. A ramp of constant
+        stride gives each lane as the scalar base plus a constant, which x86 folds into the
+        load's or store's address (a cvec conv's crop reads its channel-vector tiles at
+        stride 32: a vector of indices cost an extract and a sign extension per lane)."""
+        if isinstance(index, E.Ramp) and isinstance(index.stride, E.Const):
+            step = int(index.stride.value)
+            return [self.address(buf, self.index_value(index.base + k * step if k
+                                                        else index.base)) for k in range(n)]
+        lanes = self.index_value(index)
+        return [self.address(buf, self.b.extract_element(lanes, I32(k))) for k in range(n)]
 
     def _strided_load(self, buf, index, elem, n: int, stride: int, align: int) -> ir.Value:
         """Lanes base, base + stride, ... of a ramp: dense n-lane loads covering the lanes'

@@ -9,7 +9,9 @@ NCHW output as three stages a schedule finds by tag:
   p = y * wq + x then reads Xp[n, c, (ry*dh) % sh, (rx*dw) % sw, p + off(ry, rx)]: an
   index affine in p with slope 1, so nr consecutive pixels are one vector load for every
   (c, ry, rx), at any stride and dilation. The wq - OW columns at the end of each row are
-  computed and dropped. attrs['pitch'] = wq.
+  computed and dropped. attrs['pitch'] = wq; attrs['inline'] where Xp reads no zeros
+  and a schedule should inline it rather than copy (a 1x1 conv without padding whose
+  pixel tiles end with the image: at stride 1, or at any stride in the cvec form).
 - 'conv2d_gemm' Yf[n, (g,) f, p]: the GEMM, output channels padded up to a multiple of mr
   (zero weights) and pixels up to a multiple of nr, so a register tile never has a tail;
   attrs['tile'] = (mr, nr).
@@ -169,13 +171,23 @@ def conv2d_nchw_gemm(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation
         reach = (kh - 1) * dh // sh * wq + (kw - 1) * dw // sw
         rows = -(-(npix + reach) // wq)           # what the last pixel tile reads
 
+    # a 1x1 conv without padding whose pixel tiles end with the image reads no zeros: its
+    # pack is a plain read of the input, which the schedule inlines rather than copies, at
+    # stride 1 (then the input itself), or at any stride in the cvec form (which reads one
+    # pixel per broadcast; the rows form's vectors would read at the stride)
+    inline = (kh == kw == 1 and not top and not left and (OH - 1) * sh < H
+              and (OW - 1) * sw < W and rows * wq == OH * OW
+              and (form == "cvec" or sh == sw == 1))
+
     def pack(n, c, a, b, q):
         y = api.indexdiv(q, wq) * sh + a - top
         x = api.indexmod(q, wq) * sw + b - left
+        if inline:
+            return data[n, c, y, x].astype(dtype)
         inside = api.all(y >= 0, y < H, x >= 0, x < W)
         return api.if_then_else(inside, data[n, c, y, x].astype(dtype), api.const(0, dtype))
     Xp = api.compute((N, C, pha, phb, rows * wq), pack, name=f"{name}_pack", tag=PACK_TAG,
-                      attrs={"pitch": wq})
+                      attrs={"pitch": wq, "inline": inline})
 
     rc = api.reduce_axis((0, ICg), "rc")
     ry = api.reduce_axis((0, kh), "ry")

@@ -68,6 +68,30 @@ def test_strided_gather_and_scatter():
     np.testing.assert_array_equal(result, x * 2)
 
 
+@pytest.mark.parametrize("stride", [32, "var"])
+def test_a_wide_stride_gather_and_scatter_address_each_lane_from_the_scalar_base(stride):
+    """out[16 (i % 2) + k (stride) ...]: 16 lanes at stride 32 read lane by lane and
+    written lane by lane; a constant stride gives each lane's address as the scalar base
+    plus a constant (no vector of indices taken apart lane by lane), a stride only known
+    at run time through a vector of indices. Both against numpy."""
+    lanes, step = 16, 32
+    n = lanes * step
+    a, out = buffer("a", "float32", n), buffer("out", "float32", n)
+    s = E.Var("s", "int32")
+    i = E.Var("i", "int32")
+    idx = E.Ramp(f"int32x{lanes}", i, i32(step) if stride == 32 else s, lanes)
+    body = ir.For(i, i32(0), i32(step), ir.SERIAL,
+                  ir.Store(out, idx, binop("add", ir.Load(f"float32x{lanes}", a, idx),
+                                           E.Broadcast(f"float32x{lanes}",
+                                                       E.Const("float32", 1.0), lanes))))
+    f = PrimFunc("wide", (a, out), (s,) if stride == "var" else (), body)
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
+    assert ("extractelement <16 x i32>" in text) == (stride == "var")
+    x = random_array("float32", n)
+    result = np.zeros(n, "float32")
+    compile_func(f)(x, result, *([step] if stride == "var" else []))
+    np.testing.assert_array_equal(result, x + 1)
+
 
 @pytest.mark.parametrize("lanes", [2, 8, 16])
 @pytest.mark.parametrize("stride", [2, 3, 4])
