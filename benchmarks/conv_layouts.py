@@ -1,5 +1,6 @@
 """Every 'layout' of each conv's schedule space, at 1 and 2 threads:
-`python benchmarks/conv_layouts.py [--model resnet50] [--only "(1, 512, 7, 7)"] [--rounds 9]`.
+`python benchmarks/conv_layouts.py [--model resnet50] [--only "(1, 512, 7, 7)"] [--rounds 9]
+[--cold]`.
 
 Per conv workload of a model of benchmarks/graph_run.py (built as graph.compile builds a
 conv + relu, weights pre-packed, in the form the strategy picks), every option of its
@@ -8,6 +9,10 @@ Rounds alternate thread counts and layouts; after each change of thread count ev
 candidate runs once untimed (the first call after it wakes the pool's threads, which would
 be charged to whichever candidate came first). Prints, per conv and layout, the median
 wall time of three calls at 1 / 2 threads and the speedup; the heuristic's layout first.
+--cold: each call timed alone after writing EVICT_BYTES (more than the L3) to another
+buffer, so that the weights come from DRAM as they do in a model (whose weights are
+larger than the L3); the input and output are written again first (as a model's previous
+kernel leaves its output in cache) and not timed.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ import graph_run  # noqa: E402
 import runtime  # noqa: E402
 
 THREADS = (1, 2)
+EVICT_BYTES = 96 << 20
 
 
 def candidates(xs, ws, attr):
@@ -42,13 +48,36 @@ def candidates(xs, ws, attr):
     return pack, shape, fns, oshape
 
 
+def timed(fn, args, evict) -> float:
+    """Seconds of one call of fn(*args): the mean of three calls back to back, or with
+    `evict` (a buffer larger than the L3) the median of three calls each after writing it
+    and then the call's input and output (args[0] and args[-1])."""
+    if evict is None:
+        t0 = time.perf_counter()
+        for _ in range(3):
+            fn(*args)
+        return (time.perf_counter() - t0) / 3
+    runs = []
+    for _ in range(3):
+        evict += 1.0
+        args[0][...] += 0.0
+        args[-1][...] = 0.0
+        t0 = time.perf_counter()
+        fn(*args)
+        runs.append(time.perf_counter() - t0)
+    return sorted(runs)[1]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="resnet50", choices=graph_run.MODELS)
     ap.add_argument("--only", default="", help="convs whose '(data) (weight) s<stride>' "
                     "contains this text")
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--cold", action="store_true",
+                    help="weights from DRAM: caches evicted before each call")
     a = ap.parse_args(argv)
+    evict = np.ones(EVICT_BYTES // 4, np.float32) if a.cold else None
     rng = np.random.default_rng(0)
     print("| conv (data, weight, stride) | count | layout: 1 / 2 threads ms (speedup) |")
     print("|---|---|---|")
@@ -74,10 +103,7 @@ def main(argv=None) -> int:
                 for fn in fns.values():
                     fn(x, wk, y)
                 for k, fn in fns.items():
-                    t0 = time.perf_counter()
-                    for _ in range(3):
-                        fn(x, wk, y)
-                    times[(k, t)].append((time.perf_counter() - t0) / 3)
+                    times[(k, t)].append(timed(fn, (x, wk, y), evict))
         med = {key: float(np.median(v)) for key, v in times.items()}
         cells = ", ".join(f"{k}: {med[(k, 1)] * 1e3:.3f} / {med[(k, 2)] * 1e3:.3f} "
                           f"({med[(k, 1)] / med[(k, 2)]:.2f})" for k in fns)
