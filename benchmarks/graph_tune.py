@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")   # before libgomp loads, as graph_run.py
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [p for p in (ROOT, HERE) if p not in sys.path]
@@ -31,15 +32,22 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def time_rounds(runs: dict, rounds: int) -> dict:
+def time_rounds(runs: dict, rounds: int, settle_after: str | None = None) -> dict:
     """name -> the seconds of each of `rounds` rounds, each calling every run once in turn
-    (so a change of the machine's load reaches all of them alike)."""
+    (so a change of the machine's load reaches all of them alike), in reverse order every
+    other round (the first run after a pause ran up to 10% slower at 2 threads). After the
+    run named `settle_after` (onnxruntime above 1 thread) each round waits
+    graph_run.SETTLE_S: its intra-op workers spin on after a run, and on 2 cores a
+    spinning worker took a core from the 2-thread run timed next (2-10x slower)."""
+    from graph_run import SETTLE_S
     times: dict = {name: [] for name in runs}
     for run in runs.values():
         run()                                # warm up (page faults, first-touch)
-    for _ in range(rounds):
-        for name, run in runs.items():
+    for k in range(rounds):
+        for name, run in (list(runs.items())[::-1] if k % 2 else runs.items()):
             times[name].append(_timed(run))
+            if name == settle_after:
+                time.sleep(SETTLE_S)
     return times
 
 
@@ -81,7 +89,8 @@ def measure(args) -> dict:
                   for o, r in zip(tuned.run(feeds), refs))
         t = time_rounds({"tuned": lambda m=tuned: m.run(feeds),
                          "untuned": lambda: untuned.run(feeds),
-                         "onnxruntime": lambda: sess.run(None, feeds)}, args.rounds)
+                         "onnxruntime": lambda: sess.run(None, feeds)}, args.rounds,
+                        "onnxruntime" if args.threads > 1 else None)
         point = {"trials": result.spent, "tune_s": round(tune_s, 1),
                  "estimate_ms": result.estimate * 1e3, "err": err, **summary(t)}
         points.append(point)
