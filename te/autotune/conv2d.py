@@ -59,6 +59,16 @@ CVEC_WIDE_COST = 1.0
 # 0 (1x1 convs keep the panels there)
 CVEC_POINTWISE_COST = 0.0
 CVEC_WIDE_POINTWISE_COST = 1.08
+# AVX-512: a cvec GEMM of at most 2 x CVEC_ROW_PIXELS pixels (a group's) and at most
+# CVEC_ROW_TAPS kernel taps takes one vector of channels by its pixels (in the fewest tiles
+# of at most CVEC_ROW_PIXELS) instead of 2 vectors by 7: each weight vector, loaded once,
+# serves every pixel. Such GEMMs are the small late layers, whose weights come from DRAM in
+# a model (ResNet-50's Winograd 1x3 conv at 7 x 7, 14 pixels a group: 19 MB of weights;
+# its 7 x 7 1x1s: 4 MB), where 2 x 7 tiles re-read each weight from L2 per pixel tile. 28
+# pixels (30 registers live), 3x3 kernels and a stride-2 1x1 measured slower
+# (benchmarks/CONV_SHAPES.md). 0: off
+CVEC_ROW_PIXELS = 25
+CVEC_ROW_TAPS = 3
 # input channels the cvec form needs: a stem's (3 channels, 7x7 stride 2: a short reduction
 # over a large output) measured 1.2-1.3x slower than in the rows form
 CVEC_MIN_CHANNELS = 16
@@ -155,7 +165,22 @@ def conv2d_gemm_form(data_shape, kernel_shape, strides=1, padding=0, dilation=1,
     mr = 2 * lanes
     rows_cost = _ceil_to(pixels, tile[1]) * _ceil_to(oc // groups, tile[0]) * factor
     cvec_cost = _ceil_to(out_hw[0] * out_hw[1], nr) * _ceil_to(oc // groups, mr) * cost
-    return ("cvec", (mr, nr)) if cvec_cost <= rows_cost else ("rows", tile)
+    if cvec_cost > rows_cost:
+        return "rows", tile
+    row = kh * kw <= CVEC_ROW_TAPS and tuple(stride) == (1, 1)
+    return "cvec", _cvec_tile(lanes, out_hw[0] * out_hw[1], row, mr, nr)
+
+
+def _cvec_tile(lanes: int, pixels: int, row: bool, mr: int, nr: int) -> tuple:
+    """The cvec form's (mr, nr): on 16-lane hosts, for a `row` conv (stride 1, at most
+    CVEC_ROW_TAPS taps), one vector of channels by a GEMM's few pixels (see
+    CVEC_ROW_PIXELS: in the fewest tiles that hold them, as even as they come), else
+    (mr, nr) as given."""
+    if (lanes < 16 or not CVEC_ROW_PIXELS or not row or pixels <= nr
+            or pixels > CVEC_ROW_PIXELS * 2):
+        return mr, nr
+    tiles = -(-pixels // CVEC_ROW_PIXELS)
+    return lanes, -(-pixels // tiles)
 
 
 def conv2d_weight_tile(data_shape, kernel_shape, groups: int = 1, dtype: str = "float32",

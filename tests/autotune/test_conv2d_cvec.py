@@ -30,6 +30,7 @@ CASES = [
     (2, 20, 5, 7, 40, 1, 1, 0, 1, (16, 7)),      # 1x1 stride 1, 35 pixels: the input itself
     (1, 12, 8, 13, 24, 1, 2, 0, 1, (16, 7)),     # 1x1 stride 2, 4 x 7 pixels: read in place
     (1, 20, 5, 7, 24, 1, 1, 0, 1, (16, 6)),      # 1x1 stride 1, 35 pixels padded to 36
+    (1, 24, 7, 7, 40, 1, 1, 0, 1, (16, 25)),     # one vector by 25 pixels (AVX-512's 7 x 7)
 ]
 
 
@@ -69,7 +70,7 @@ def check(cfg, args, inputs, want, out, what):
 
 IDS = ["partial_tile", "stride2_batch2", "dilated", "pointwise", "nopad", "few_tiles",
        "groups3", "groups2_stride2", "pointwise_strided_view",
-       "pointwise_view", "pointwise_partial"]
+       "pointwise_view", "pointwise_partial", "wide_pixel_tile"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -109,10 +110,11 @@ def test_a_1x1_convs_pack_is_inlined_only_where_its_tiles_end_with_the_image():
         pack = C.by_tag(C.producer_ops(out), ("conv2d_gemm_pack",))
         ir = str(te.lower(te.autotune.schedule_conv2d(out), args))
         return pack.attrs["inline"], f"{pack.name}[" in ir
-    assert pack_of(CASES[-2]) == (True, False)
-    assert pack_of(CASES[-1]) == (False, True)
-    assert pack_of(CASES[3]) == (False, True)          # 25 pixels, tiles of 7
-    assert pack_of(CASES[-3]) == (True, False)         # stride 2, 4 x 7 pixels
+    by_id = dict(zip(IDS, CASES))
+    assert pack_of(by_id["pointwise_view"]) == (True, False)
+    assert pack_of(by_id["pointwise_partial"]) == (False, True)
+    assert pack_of(by_id["pointwise"]) == (False, True)               # 25 pixels, tiles of 7
+    assert pack_of(by_id["pointwise_strided_view"]) == (True, False)  # stride 2, 4 x 7
     assert pack_of((1, 20, 5, 7, 24, 1, 1, 1, 1, (16, 7))) == (False, True)   # padding
 
 
@@ -179,8 +181,8 @@ def test_which_convs_the_strategy_gives_the_cvec_form(monkeypatch):
 def test_which_convs_the_strategy_gives_the_cvec_form_on_avx512(monkeypatch):
     """On hosts of 16-lane vectors: 2 vectors of channels by 7 pixels (ResNet's 14 x 14
     and 7 x 7 images are whole tiles) where that pads less than the rows form's 8 x 32 or
-    8 x 48 tile, 1x1 convs included (by CVEC_WIDE_POINTWISE_COST); CVEC_WIDE_PIXELS 0
-    keeps the rows form."""
+    8 x 48 tile, 1x1 convs included (by CVEC_WIDE_POINTWISE_COST), one vector by all the
+    pixels where they are few (CVEC_ROW_PIXELS); CVEC_WIDE_PIXELS 0 keeps the rows form."""
     form = te.autotune.conv2d_gemm_form
     monkeypatch.setattr(C, "vector_lanes", lambda dtype="float32": 16)
     assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1) == ("cvec", (32, 7))
@@ -193,13 +195,24 @@ def test_which_convs_the_strategy_gives_the_cvec_form_on_avx512(monkeypatch):
     # 1x1 convs: cvec where the panels pad 14% (14 x 14) or 31% (7 x 7) of the pixels,
     # the panels at 28 x 28 (8 x 48 tiles pad 4%) and 56 x 56; groups of fewer channels
     # than a cvec tile keep the panels as well
-    assert form((1, 1024, 7, 7), (2048, 1024, 1, 1)) == ("cvec", (32, 7))
+    assert form((1, 1024, 14, 14), (2048, 1024, 1, 1), 2) == ("cvec", (32, 7))
     assert form((1, 256, 14, 14), (1024, 256, 1, 1)) == ("cvec", (32, 7))
     assert form((1, 512, 28, 28), (1024, 512, 1, 1), 2) == ("cvec", (32, 7))
     assert form((1, 512, 28, 28), (128, 512, 1, 1)) == ("rows", (8, 48))
     assert form((1, 64, 56, 56), (256, 64, 1, 1)) == ("rows", (8, 48))
     assert form((1, 256, 56, 56), (512, 256, 1, 1), 2) == ("rows", (8, 48))
     assert form((1, 256, 13, 13), (16, 256, 1, 1))[0] == "rows"
+    # a GEMM of at most 50 pixels, stride 1, at most 3 taps: one vector of channels by
+    # all its pixels, in tiles of at most 25 (each weight vector loaded once for them all)
+    assert form((1, 1024, 7, 7), (2048, 1024, 1, 1)) == ("cvec", (16, 25))
+    assert form((1, 3072, 2, 7), (3072, 512, 1, 3), 1, (0, 1, 0, 1), 1, 6) == \
+        ("cvec", (16, 14))
+    assert te.autotune.conv2d_weight_tile((1, 1024, 7, 7), (2048, 1024, 1, 1)) == 16
+    assert form((1, 512, 7, 7), (512, 512, 3, 3), 1, 1) == ("cvec", (32, 7))   # 9 taps
+    assert form((1, 1536, 4, 14), (1536, 256, 1, 3), 1, (0, 1, 0, 1), 1, 6) == \
+        ("cvec", (32, 7))                                                   # 56 pixels
+    monkeypatch.setattr(C, "CVEC_ROW_PIXELS", 0)
+    assert form((1, 1024, 7, 7), (2048, 1024, 1, 1)) == ("cvec", (32, 7))
     assert form((1, 3, 224, 224), (64, 3, 7, 7), 2, 3)[0] == "rows"
     monkeypatch.setattr(C, "CVEC_WIDE_PIXELS", 0)
     assert form((1, 256, 14, 14), (256, 256, 3, 3), 1, 1)[0] == "rows"
