@@ -135,9 +135,11 @@ def conv2d_gemm_form(data_shape, kernel_shape, strides=1, padding=0, dilation=1,
     """(form, (mr, nr)) where conv2d_compute picks the GEMM form (conv2d_nchw_gemm's
     `form`: 'rows' or 'cvec') for these constant shapes and geometry, else None. 'cvec'
     where vectors of output channels pad fewer elements than the rows form's tile pads
-    (its dropped columns and partial tiles; per group), a kernel larger than 1x1 or groups
-    above 1 (a 1x1 conv's panels drop nothing). The tile: 2 vectors of channels by
-    CVEC_PIXELS pixels on 8-lane hosts, CVEC_WIDE_PIXELS on 16-lane ones."""
+    (its dropped columns and partial tiles; per group), each weighed by its cost factor
+    (CVEC_COST / CVEC_WIDE_COST; a 1x1 conv of groups 1 by CVEC_POINTWISE_COST /
+    CVEC_WIDE_POINTWISE_COST against its panels). The tile: 2 vectors of channels by
+    CVEC_PIXELS pixels on 8-lane hosts, CVEC_WIDE_PIXELS on 16-lane ones, where one vector
+    by all the pixels of a small stride-1 GEMM (_cvec_tile, CVEC_ROW_PIXELS) is not taken."""
     dims = (*data_shape, *kernel_shape)
     if len(dims) != 8 or any(isinstance(d, bool) or not isinstance(d, int) for d in dims):
         return None
@@ -213,7 +215,8 @@ def conv2d_compute(data: Tensor, kernel: Tensor, strides=1, padding=0, dilation=
         # that is a gather lane by lane (DenseNet-121 at O0 ran 1.8x slower), so plain weights
         # keep the rows form and its tile
         plan = "rows", conv2d_tile(data.dtype, gemm_pixels(out_hw, khw, stride, dil, groups),
-                                   int(kernel.shape[0].value) // groups, False)
+                                   int(kernel.shape[0].value) // groups,
+                                   tuple(khw) == (1, 1) and groups == 1)
     if plan is not None:
         return ops.conv2d_nchw_gemm(data, kernel, strides, padding, dilation, groups,
                                     tile=plan[1], name=name, packed=packed, form=plan[0])

@@ -211,6 +211,10 @@ def test_which_convs_the_strategy_gives_the_cvec_form_on_avx512(monkeypatch):
     assert form((1, 512, 7, 7), (512, 512, 3, 3), 1, 1) == ("cvec", (32, 7))   # 9 taps
     assert form((1, 1536, 4, 14), (1536, 256, 1, 3), 1, (0, 1, 0, 1), 1, 6) == \
         ("cvec", (32, 7))                                                   # 56 pixels
+    # plain (unpacked) weights keep the panels, with the panels' own tile
+    X, W = te.placeholder((1, 64, 7, 7), name="X"), te.placeholder((128, 64, 1, 1), name="W")
+    plain = C.by_tag(C.producer_ops(te.autotune.conv2d_compute(X, W)), ("conv2d_gemm",))
+    assert plain.attrs == {"tile": C.conv2d_tile("float32", 49, 128, True), "form": "panels"}
     monkeypatch.setattr(C, "CVEC_ROW_PIXELS", 0)
     assert form((1, 1024, 7, 7), (2048, 1024, 1, 1)) == ("cvec", (32, 7))
     assert form((1, 3, 224, 224), (64, 3, 7, 7), 2, 3)[0] == "rows"
