@@ -261,6 +261,9 @@ class _Compiler:
         self.slots: dict = {}      # Var -> frame index
         self.buf_slots: dict = {}  # buffer.data Var -> bufs index
         self.externs = externs
+        # while a side of a select on a lane-varying condition runs: the lanes that take it
+        # (innermost last); vector loads read only those, as codegen's masked loads do
+        self.lane_masks: list = []
 
     def bind(self, v: E.Var) -> int:
         if v not in self.slots:
@@ -425,7 +428,8 @@ class _Compiler:
     def expr_Select(self, e: E.Select) -> Callable:
         c, t, f = self.expr(e.cond), self.expr(e.true_value), self.expr(e.false_value)
         if dt.lanes(e.cond.dtype) > 1:
-            return lambda: _vector_select(c(), t, f)
+            masks = self.lane_masks
+            return lambda: _vector_select(c(), t, f, masks)
         return lambda: t() if c() else f()
 
     def expr_Call(self, e: E.Call) -> Callable:
@@ -454,8 +458,19 @@ class _Compiler:
         b, bufs, k = e.buffer, self.bufs, self.buffer_slot(e.buffer)
         index = self.expr(e.index)
         if dt.lanes(e.index.dtype) > 1:
+            masks = self.lane_masks
+
             def load_vector():
                 i, arr = index(), bufs[k]
+                if masks:   # only the lanes of a masked select's side
+                    lanes = masks[-1]
+                    out = np.zeros(i.shape, arr.dtype)
+                    if lanes.any():
+                        out[lanes] = load_lanes(i[lanes], arr)
+                    return out
+                return load_lanes(i, arr)
+
+            def load_lanes(i, arr):
                 if i.min() < 0 or i.max() >= arr.size:
                     raise _oob(b, list(i), arr.size, "load from")
                 return arr[i]
@@ -481,10 +496,14 @@ class _Compiler:
     def expr_CheckedIndex(self, e: ir.CheckedIndex) -> Callable:
         """The run-time bounds check of te.build(..., instrument_bound_checkers=True)."""
         index, extent, name = self.expr(e.index), self.expr(e.extent), e.buffer.name
+        masks = self.lane_masks
 
         def checked():
             i, n = index(), extent()
-            bad = np.flatnonzero((i < 0) | (i >= n))
+            outside = (i < 0) | (i >= n)
+            if masks and np.shape(outside) == masks[-1].shape:  # a masked load's lanes
+                outside = outside & masks[-1]
+            bad = np.flatnonzero(outside)
             if bad.size:
                 first = np.asarray(i).reshape(-1)[bad[0]]
                 raise OutOfBoundsError(f"buffer '{name}': index {first} out of range "
@@ -505,11 +524,21 @@ class _Compiler:
         return prefetch
 
 
-def _vector_select(cond, t: Callable, f: Callable):
+def _vector_select(cond, t: Callable, f: Callable, masks: list):
     """Lane-wise select that evaluates a side only when some lane takes it: a broadcast
-    condition guarding an out-of-bounds read (padding) must not read, as in the codegen."""
+    condition guarding an out-of-bounds read (padding) must not read, as in the codegen.
+    Where lanes differ, each side runs with its lanes pushed on `masks`, so its vector
+    loads read only those (codegen's masked loads)."""
     if cond.all():
         return t()
     if not cond.any():
         return f()
-    return np.where(cond, t(), f())
+    return np.where(cond, _masked(t, cond, masks), _masked(f, ~cond, masks))
+
+
+def _masked(side: Callable, lanes, masks: list):
+    masks.append(lanes if not masks else lanes & masks[-1])
+    try:
+        return side()
+    finally:
+        masks.pop()

@@ -38,12 +38,13 @@ def checked_buffers(s: tir.Stmt) -> tuple:
     return tuple(names)
 
 
-def check(gen, index: E.Expr, store: bool) -> E.Expr:
+def check(gen, index: E.Expr, store: bool, mask=None) -> E.Expr:
     """The index a Load or Store (store=True) addresses with. For an ir.CheckedIndex the
     check is emitted first, and the expression returned names the values it computed, so
     that no part of the index (a gathered Load, say) is evaluated twice. The index is
     computed as data arithmetic, which wraps around (FuncGen.index_value would mark it
-    no-wrap): a value that overflowed must be caught, not be a poison value to LLVM."""
+    no-wrap): a value that overflowed must be caught, not be a poison value to LLVM.
+    `mask` (<n x i1>, a masked load's): only the lanes it sets are checked."""
     if not isinstance(index, tir.CheckedIndex):
         return index
     inner = index.index
@@ -60,6 +61,8 @@ def check(gen, index: E.Expr, store: bool) -> E.Expr:
     bad = b.icmp_signed(">=", value, limit) if signed else b.icmp_unsigned(">=", value, limit)
     if signed:
         bad = b.or_(bad, b.icmp_signed("<", value, ir.Constant(value.type, None)))
+    if mask is not None:
+        bad = b.and_(bad, mask)
     any_bad = bad
     if lanes > 1:
         mask_t = ir.IntType(lanes)

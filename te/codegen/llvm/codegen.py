@@ -24,9 +24,11 @@ from ...errors import BuildError
 from ...lower import ir as tir
 from ...lower.func import PrimFunc
 from ...lower.arith import Analyzer
+from ...lower.passes.vectorize import masked_loads_suffice
 from ...lower.visitor import run_frames, walk_stmts
 from . import bounds
 from . import intrinsics as cgmath
+from . import masked
 from . import packed
 from . import parallel as par
 from .half import double_to_half
@@ -181,6 +183,9 @@ class FuncGen(BlockValues):
         # int64 index arithmetic on loaded int64 values.
         self.in_index = False
         self._emitted = None  # id(node) -> (node, value) while expr() walks a tree
+        # While a side of a select on a lane-varying condition is emitted (masked.py): the
+        # <n x i1> lanes that take it; vector loads read only those lanes
+        self.load_mask = None
         # Inside a loop with pragma "nontemporal_store": dense vector stores to argument
         # buffers bypass the caches; a function that made any fences them before returning.
         self.nontemporal = False
@@ -703,6 +708,9 @@ class FuncGen(BlockValues):
         if _is_safe(e.true_value) and _is_safe(e.false_value):
             cond = self.expr(e.cond)
             return self.b.select(cond, self.expr(e.true_value), self.expr(e.false_value))
+        if dt.lanes(e.cond.dtype) > 1 and masked_loads_suffice(e.true_value) \
+                and masked_loads_suffice(e.false_value):
+            return masked.select(self, e, _is_safe)
         if dt.lanes(e.cond.dtype) > 1:  # lazy per lane: scalarize
             return self.vector_of([par.lane(self, e, k) for k in range(dt.lanes(e.dtype))],
                                   e.dtype)
@@ -720,22 +728,33 @@ class FuncGen(BlockValues):
     def expr_Load(self, e: tir.Load) -> ir.Value:
         buf, n = e.buffer, dt.lanes(e.dtype)
         align = elem_bytes(buf.dtype)
-        index = bounds.check(self, e.index, store=False)
+        mask = self.load_mask if n > 1 else None
+        index = bounds.check(self, e.index, store=False, mask=mask)
         if n == 1:
             ptr = self.address(buf, self.index_value(index))
             return self.from_mem(self.load(buf.data, ptr, mem_type(e.dtype), align), e.dtype)
         if _is_dense_ramp(index):
             ptr = self.address(buf, self.index_value(index.base))
-            return self.from_mem(self.load(buf.data, ptr, mem_type(e.dtype), align), e.dtype)
+            return self.from_mem(self._dense_load(buf, ptr, mem_type(e.dtype), align, mask),
+                                 e.dtype)
         stride = _small_stride(index)
         if stride:
-            elem = mem_type(dt.base(e.dtype))
-            return self.from_mem(self._strided_load(buf, index, elem, n, stride, align),
+            return self.from_mem(self._strided_load(buf, index, n, stride, align, mask),
                                  e.dtype)
-        lanes = [self.load(buf.data, ptr, mem_type(dt.base(e.dtype)), align)
-                 for ptr in self.lane_addresses(buf, index, n)]   # gather, lane by lane
+        elem = mem_type(dt.base(e.dtype))
+        ptrs = self.lane_addresses(buf, index, n)
+        if mask is not None:
+            return self.from_mem(masked.gather(self, ptrs, elem, align, mask), e.dtype)
+        lanes = [self.load(buf.data, ptr, elem, align) for ptr in ptrs]   # lane by lane
         return self.from_mem(self.vector_of(lanes, dt.with_lanes(mem_dtype(e.dtype), n)),
                              e.dtype)
+
+    def _dense_load(self, buf, ptr, vec: ir.Type, align: int, mask) -> ir.Value:
+        """The vector at `ptr`; where `mask` is given, only its lanes (a masked load is
+        never remembered as the memory's contents: its other lanes are not)."""
+        if mask is None:
+            return self.load(buf.data, ptr, vec, align)
+        return masked.dense_load(self, ptr, vec, align, mask)
 
     def lane_addresses(self, buf, index: E.Expr, n: int) -> list:
         """&buf[lane k of index] for the n lanes of a vector index. A ramp of constant
@@ -749,18 +768,22 @@ class FuncGen(BlockValues):
         lanes = self.index_value(index)
         return [self.address(buf, self.b.extract_element(lanes, I32(k))) for k in range(n)]
 
-    def _strided_load(self, buf, index, elem, n: int, stride: int, align: int) -> ir.Value:
+    def _strided_load(self, buf, index, n: int, stride: int, align: int,
+                      mask=None) -> ir.Value:
         """Lanes base, base + stride, ... of a ramp: dense n-lane loads covering the lanes'
         span (the last one moved back to end at the last lane: no read past the buffer),
         joined and shuffled. One load of the odd-sized span instead (<31 x float> for 16
-        lanes at stride 2) is legalized by LLVM into pieces rebuilt element by element."""
+        lanes at stride 2) is legalized by LLVM into pieces rebuilt element by element.
+        With a `mask`, each piece reads only the elements of lanes it enables."""
         elem = mem_type(dt.base(buf.dtype))
         width = (n - 1) * stride + 1
         count = -(-width // n)
         starts = [min(j * n, width - n) for j in range(count)]
         vec = ir.VectorType(elem, n)
-        pieces = [self.load(buf.data, self.address(buf, self.index_value(
-            index.base + o if o else index.base)), vec, align) for o in starts]
+        pieces = [self._dense_load(
+            buf, self.address(buf, self.index_value(index.base + o if o else index.base)),
+            vec, align, None if mask is None else masked.piece_mask(self, mask, o, n, stride))
+            for o in starts]
         while len(pieces) & (len(pieces) - 1):   # a power of two of pieces to join
             pieces.append(ir.Constant(pieces[0].type, None))
         while len(pieces) > 1:                  # join neighbours: <2m> from two <m>

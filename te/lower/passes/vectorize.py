@@ -4,9 +4,12 @@ Takes a flattened Stmt, gives one where each vectorized loop of constant extent 
 is a straight-line sequence of stores is replaced by that body over vector lanes. A body
 the vector form cannot express (inner loops, branches on a lane-varying condition, a lane-
 varying value stored to one address) stays a serial loop: correct, and LLVM may still
-vectorize it. A guard `v + c < k` on the whole body shortens the loop instead (a tail
-tile), and widths that are multiples of 4 but not powers of two become power-of-two
-vectors. Imports te.compute.expr, te.dtype, ir, visitor, loop_partition (conditions).
+vectorize it. A select on a lane-varying condition whose sides read memory stays vector
+code where masking their loads makes it safe (masked_loads_suffice: te/codegen/llvm loads
+only the lanes each side is taken for; a padded copy's border reads). A guard
+`v + c < k` on the whole body shortens the loop instead (a tail tile), and widths that
+are multiples of 4 but not powers of two become power-of-two vectors. Imports
+te.compute.expr, te.dtype, ir, visitor, loop_partition (conditions).
 """
 from __future__ import annotations
 
@@ -18,6 +21,11 @@ from ...compute.expr import Binary, Broadcast, Const, Ramp, Var
 from .. import ir
 from ..visitor import Mutator
 from .loop_partition import conjuncts, guarded
+
+
+# Selects on a lane-varying condition with masked loads (masked_loads_suffice); off: such a
+# body stays a serial loop for LLVM (benchmarks compare the two)
+MASKED_SELECTS = True
 
 
 class _CannotVectorize(Exception):
@@ -76,7 +84,9 @@ class _VecExpr(Mutator):
         n = max(_lanes(c), _lanes(t), _lanes(f))
         if n == 1:
             return E.with_children(e, (c, t, f))
-        if _lanes(c) > 1 and (_has_load(t) or _has_load(f) or _has_div(t) or _has_div(f)):
+        if _lanes(c) > 1 and (_has_load(t) or _has_load(f) or _has_div(t) or _has_div(f)) \
+                and not (MASKED_SELECTS and masked_loads_suffice(t)
+                         and masked_loads_suffice(f)):
             raise _CannotVectorize("lazy select on a lane-varying condition")
         return E.Select(dt.with_lanes(e.dtype, n), _bcast(c, n), _bcast(t, n), _bcast(f, n))
 
@@ -124,9 +134,34 @@ def _has_load(e: E.Expr) -> bool:
     return _has_kind(e, lambda x: isinstance(x, ir.Load))
 
 
+def masked_loads_suffice(e: E.Expr) -> bool:
+    """Whether `e`, one side of a select on a lane-varying condition, is safe to compute for
+    every lane once its loads read only the lanes that take that side: each load has a
+    vector index reading no memory itself (a scalar load would be made whether or not any
+    lane takes the side), no integer division or remainder by anything but a non-zero
+    constant (it could trap), no call out."""
+    unsafe = []
+
+    def visit(x):
+        if isinstance(x, ir.Load):
+            if _lanes(x.index) == 1 or _has_load(x.index):
+                unsafe.append(x)
+        elif isinstance(x, (ir.PackedCall, ir.AccessPtr, ir.Prefetch)) or (
+                isinstance(x, E.Call) and x.extern):
+            unsafe.append(x)
+        elif isinstance(x, Binary) and x.op in _INT_DIVISIONS and dt.is_integral(x.dtype):
+            d = x.b.value if isinstance(x.b, Broadcast) else x.b
+            if not (isinstance(d, Const) and d.value != 0):
+                unsafe.append(x)
+    E.pre_order(e, visit)
+    return not unsafe
+
+
+_INT_DIVISIONS = ("floordiv", "floormod", "truncdiv", "truncmod")
+
+
 def _has_div(e: E.Expr) -> bool:
-    return _has_kind(e, lambda x: isinstance(x, Binary) and x.op in
-                     ("floordiv", "floormod", "truncdiv", "truncmod") and
+    return _has_kind(e, lambda x: isinstance(x, Binary) and x.op in _INT_DIVISIONS and
                      dt.is_integral(x.dtype))
 
 

@@ -164,8 +164,9 @@ def test_vector_intrinsic_and_libm_scalarization():
     np.testing.assert_allclose(result, np.exp(p) + np.arctan(p), rtol=1e-5)
 
 
-def test_vector_select_with_loads_is_lazy_per_lane():
-    """out[i] = i >= 1 ? a[i - 1] : 0 with 8 lanes; lane 0 of the first vector reads a[-1]."""
+def test_vector_select_with_loads_masks_the_lanes_it_does_not_take():
+    """out[i] = i >= 1 ? a[i - 1] : 0 with 8 lanes; lane 0 of the first vector would read
+    a[-1], on a PROT_NONE page: one masked load per vector, which never reads it."""
     n = 1024
     a, out = buffer("a", "float32", n), buffer("out", "float32", n)
     i = E.Var("i", "int32")
@@ -176,12 +177,121 @@ def test_vector_select_with_loads_is_lazy_per_lane():
                      E.Broadcast("float32x8", E.Const("float32", 0.0), 8))
     f = PrimFunc("vpad", (a, out), (),
                     ir.For(i, i32(0), i32(n // 8), ir.SERIAL, ir.Store(out, idx, value)))
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
+    assert "llvm.masked.load.v8f32.p0" in text and "load float," not in text
     data, guard = guarded_page_array(n)
     data[:] = RNG.standard_normal(n).astype("float32")
     result = np.zeros(n, "float32")
     compile_func(f)(data, result)
     np.testing.assert_array_equal(result, np.concatenate([[0], data[:-1]]))
     del guard
+
+
+def _padded_read_func(lanes: int, stride: int, index_of=None, dtype: str = "float32"):
+    """out[lanes*i + k] = (0 <= j < n) ? a[j] : -1 for j = stride*(lanes*i + k) - 1 (the
+    first lane of the first vector and the last lanes of the last read outside a): a
+    select on a lane-varying condition over a strided load (or over `index_of(ramp)`)."""
+    n = 1024
+    vecs = -(-(n + 1) // (lanes * stride)) + 1
+    a, out = buffer("a", dtype, n), buffer("out", dtype, vecs * lanes)
+    i = E.Var("i", "int32")
+    vt, it = f"{dtype}x{lanes}", f"int32x{lanes}"
+    pos = ramp(binop("mul", i, i32(lanes)), lanes)
+    j = E.Ramp(it, binop("sub", binop("mul", i, i32(lanes * stride)), i32(1)),
+               i32(stride), lanes)
+    inside = binop("and", binop("ge", j, E.Broadcast(it, i32(0), lanes)),
+                   binop("lt", j, E.Broadcast(it, i32(n), lanes)))
+    value = E.Select(vt, inside, ir.Load(vt, a, index_of(j) if index_of else j),
+                     E.Broadcast(vt, E.Const(dtype, -1), lanes))
+    f = PrimFunc(f"pad_s{stride}", (a, out), (),
+                 ir.For(i, i32(0), i32(vecs), ir.SERIAL, ir.Store(out, pos, value)))
+    j_all = stride * np.arange(vecs * lanes) - 1
+    return f, j_all, n
+
+
+@pytest.mark.parametrize("lanes", [8, 16])
+@pytest.mark.parametrize("stride", [2, 3])
+def test_masked_strided_load_reads_only_wanted_elements(stride, lanes):
+    """A select over a stride-2/3 load: its span's dense pieces are masked loads enabling
+    only the elements of taken lanes, so reads at a[-1] and past a's end (PROT_NONE pages)
+    never happen; the result is numpy's."""
+    f, j, n = _padded_read_func(lanes, stride)
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
+    assert f"llvm.masked.load.v{lanes}f32.p0" in text and "load float," not in text
+    data, guard = guarded_page_array(n)
+    data[:] = RNG.standard_normal(n).astype("float32")
+    result = np.full(j.size, np.nan, "float32")
+    compile_func(f)(data, result)
+    inside = (j >= 0) & (j < n)
+    np.testing.assert_array_equal(result, np.where(inside, data[np.clip(j, 0, n - 1)], -1))
+    del guard
+
+
+def test_masked_gather_for_an_index_that_is_no_ramp():
+    """Index floordiv(j, 2) * 2 + 1 (not a ramp: lanes in pairs) under the mask: one
+    llvm.masked.gather, and no lane outside the buffer is read."""
+    def odd_of(j):
+        two = E.Broadcast(j.dtype, i32(2), j.lanes)
+        return binop("add", binop("mul", binop("floordiv", j, two), two),
+                     E.Broadcast(j.dtype, i32(1), j.lanes))
+    f, j, n = _padded_read_func(8, 1, odd_of)
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
+    assert "llvm.masked.gather.v8f32.v8p0" in text
+    data, guard = guarded_page_array(n)
+    data[:] = RNG.standard_normal(n).astype("float32")
+    result = np.full(j.size, np.nan, "float32")
+    compile_func(f)(data, result)
+    inside = (j >= 0) & (j < n)
+    np.testing.assert_array_equal(
+        result, np.where(inside, data[np.clip(j // 2 * 2 + 1, 0, n - 1)], -1))
+    del guard
+
+
+@pytest.mark.parametrize("dtype", ["int8", "bool", "float64"])
+def test_masked_loads_of_other_dtypes(dtype):
+    """Masked loads of bytes (bool is i8 in memory) and doubles match numpy."""
+    f, j, n = _padded_read_func(8, 2, dtype=dtype)
+    assert "llvm.masked.load" in codegen_llvm(f, index_limit=INDEX_LIMIT)
+    data = (RNG.standard_normal(n) * 50).astype(dtype)
+    result = np.zeros(j.size, dtype)
+    compile_func(f)(data, result)
+    inside = (j >= 0) & (j < n)
+    np.testing.assert_array_equal(result, np.where(inside, data[np.clip(j, 0, n - 1)],
+                                                   np.array(-1).astype(dtype)))
+
+
+def test_nested_selects_mask_their_loads_by_both_conditions():
+    """out = (j >= 0) ? ((j < n) ? a[j] : b[j - n]) : 0 over lanes j = 8i - 3 .. 8i + 4
+    where a and b are one guarded page each: each load reads only the lanes both
+    conditions give it."""
+    n = 1024
+    a, b = buffer("a", "float32", n), buffer("b", "float32", n)
+    vecs = 2 * n // 8
+    out = buffer("out", "float32", vecs * 8)
+    i = E.Var("i", "int32")
+    it, vt = "int32x8", "float32x8"
+    pos = ramp(binop("mul", i, i32(8)), 8)
+    start = binop("sub", binop("mul", i, i32(8)), i32(3))
+    j = E.Ramp(it, start, i32(1), 8)
+    j_in_b = E.Ramp(it, binop("sub", start, i32(n)), i32(1), 8)
+    inner = E.Select(vt, binop("lt", j, E.Broadcast(it, i32(n), 8)), ir.Load(vt, a, j),
+                     ir.Load(vt, b, j_in_b))
+    value = E.Select(vt, binop("ge", j, E.Broadcast(it, i32(0), 8)), inner,
+                     E.Broadcast(vt, E.Const("float32", 0.0), 8))
+    f = PrimFunc("nested", (a, b, out), (),
+                 ir.For(i, i32(0), i32(vecs), ir.SERIAL, ir.Store(out, pos, value)))
+    text = codegen_llvm(f, index_limit=INDEX_LIMIT)
+    assert text.count("call <8 x float> @\"llvm.masked.load") == 2
+    da, ga = guarded_page_array(n)
+    db, gb = guarded_page_array(n)
+    da[:] = RNG.standard_normal(n).astype("float32")
+    db[:] = RNG.standard_normal(n).astype("float32")
+    result = np.full(vecs * 8, np.nan, "float32")
+    compile_func(f)(da, db, result)
+    jj = np.arange(vecs * 8) - 3
+    both = np.concatenate([da, db])
+    np.testing.assert_array_equal(result, np.where(jj >= 0, both[np.clip(jj, 0, 2 * n - 1)], 0))
+    del ga, gb
 
 
 def allocate_func(extent: int | E.Var, scalar_params: tuple = ()) -> PrimFunc:
