@@ -73,14 +73,16 @@ def ort_conv(xs, w, attr, threads):
 
 
 def conv_node_times(sess) -> list:
-    """Seconds of each run's Conv kernel (the fused Conv + Relu node) in the session's
-    profile, which is closed and deleted."""
+    """Seconds of each run's Conv kernel (the fused Conv + Relu node: op 'Conv' in the
+    blocked layout, 'FusedConv' where onnxruntime keeps NCHW, as for grouped convs) in the
+    session's profile, which is closed and deleted."""
     path = sess.end_profiling()
     with open(path) as f:
         events = json.load(f)
     os.remove(path)
     return [e["dur"] * 1e-6 for e in events if e.get("cat") == "Node"
-            and e["name"].endswith("_kernel_time") and e["args"].get("op_name") == "Conv"]
+            and e["name"].endswith("_kernel_time")
+            and e["args"].get("op_name") in ("Conv", "FusedConv")]
 
 
 def build(xs, ws, attr):
@@ -141,7 +143,8 @@ def measure(xs, ws, attr, threads: int, rounds: int, best: bool = False) -> dict
     ratio = stat(node) / stat(ours) if best else stat(o / t for o, t in zip(node, ours))
     return {"ours": stat(ours), "ort": stat(theirs), "node": stat(node), "ratio": ratio,
             "gflops": flops / stat(ours) / 1e9, "compile_s": compile_s,
-            "form": conv.op.tag, "tile": conv.op.input_tensors[0].op.attrs.get("tile")}
+            "form": conv.op.tag,
+            "tile": getattr(conv.op.input_tensors[0].op, "attrs", {}).get("tile")}
 
 
 def main(argv=None) -> int:

@@ -73,6 +73,9 @@ CVEC_ROW_TAPS = 3
 # over a large output) measured 1.2-1.3x slower than in the rows form
 CVEC_MIN_CHANNELS = 16
 CVEC_ON = True           # (benchmarks turn it off to compare the forms)
+# a depthwise conv pads each channel in its own parallel iteration (schedule_direct);
+# off: one padded copy of the whole input first (benchmarks compare the two)
+PAD_PER_CHANNEL = True
 
 
 def l2_bytes() -> int:
@@ -274,7 +277,11 @@ def out_loops(s, out: Tensor, lanes: int):
 def schedule_direct(out: Tensor, found: list, conv: ComputeOp):
     """Rows of (batch, channel) in parallel; each output row computed into a local buffer,
     x innermost and vectorized with the reduction around it, then the epilogue (if any)
-    writes it; the padded input stays a stage of its own (no bounds selects inside)."""
+    writes it; the padded input stays a stage of its own (no bounds selects inside). A
+    depthwise conv (one input channel per output channel) pads each channel's input in
+    its own iteration of the parallel loop, into a buffer that stays in L1 for the conv to
+    read: a padded copy of the whole input, written and read back through L2 or further,
+    took most of a stride-2 conv's time (benchmarks/CONV_SHAPES.md)."""
     s = create_schedule(out.op)
     lanes = vector_lanes(out.dtype)
     width = int(conv.output(0).shape[3].value)
@@ -282,17 +289,33 @@ def schedule_direct(out: Tensor, found: list, conv: ComputeOp):
     xo, xi = s[conv].split(x, factor=max(1, min(lanes, width)))
     if conv is out.op:
         s[conv].reorder(n, f, y, xo, *s[conv].op.reduce_axis, xi)
-        s[conv].parallel(s[conv].fuse(n, f))
+        row = s[conv].fuse(n, f)
+        s[conv].parallel(row)
+        row_stage = s[conv]
     else:
         s[conv].reorder(xo, *s[conv].op.reduce_axis, xi)
         epilogue(s, out, found, conv)
-        _, out_y = out_loops(s, out, lanes)
+        row, out_y = out_loops(s, out, lanes)
         s[conv].compute_at(s[out], out_y)
+        row_stage = s[out]
     s[conv].vectorize(xi)
     pad = by_tag(found, ("pad",))
     if pad is not None:
-        s[pad].parallel(s[pad].fuse(*s[pad].op.axis[:2]))
-        if len(pad.axis) == 6:          # conv2d_nchw_phased's: each phase row vectorized
-            cols = int(pad.output(0).shape[5].value)
-            s[pad].vectorize(s[pad].split(pad.axis[5], factor=max(1, min(lanes, cols)))[1])
+        if PAD_PER_CHANNEL and _one_channel_each(conv, pad):
+            s[pad].compute_at(row_stage, row)
+            if len(pad.axis) == 6:      # each phase row one vector (LLVM splits it)
+                s[pad].vectorize(pad.axis[5])
+        else:
+            s[pad].parallel(s[pad].fuse(*s[pad].op.axis[:2]))
+            if len(pad.axis) == 6:      # conv2d_nchw_phased's: each phase row vectorized
+                cols = int(pad.output(0).shape[5].value)
+                s[pad].vectorize(s[pad].split(pad.axis[5], factor=max(1, min(lanes, cols)))[1])
     return s
+
+
+def _one_channel_each(conv: ComputeOp, pad: ComputeOp) -> bool:
+    """Whether each output channel of the direct conv reads one input channel of its
+    padded input `pad` that no other output channel reads (depthwise, multiplier 1)."""
+    channels = int(pad.output(0).shape[1].value)
+    return int(conv.output(0).shape[1].value) == channels and \
+        int(conv.reduce_axis[0].dom.extent.value) == 1 and channels > 1

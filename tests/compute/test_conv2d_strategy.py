@@ -56,6 +56,8 @@ CASES = [
     (2, 6, 11, 9, 6, 3, 1, 1, 1, 2, "direct"),            # 3 channels per group
     (2, 6, 11, 10, 6, 3, 2, 2, 2, 6, "direct"),           # depthwise, dilated, strided
     (2, 6, 9, 8, 6, 3, 1, 0, 1, 6, "direct"),             # depthwise, reads data as it is
+    (1, 17, 29, 30, 17, 3, 2, 1, 1, 17, "direct"),        # depthwise, rows of 2 vectors
+    (1, 19, 7, 7, 19, 3, 1, 1, 1, 19, "direct"),          # depthwise, a 7x7 image
 ]
 
 
@@ -105,6 +107,39 @@ def test_conv2d_strategy_matches_numpy(case, epilogue):
     got = np.full(want.shape, np.nan, np.float32)
     fn(*inputs, got)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("multiplier", [1, 2])
+def test_depthwise_pads_each_channel_in_its_parallel_iteration(multiplier, monkeypatch):
+    """Multiplier 1: each output channel pads its one input channel inside the parallel
+    loop (a buffer of one channel's phases); multiplier 2 (two output channels read each
+    input channel) pads the whole input first. PAD_PER_CHANNEL off: the whole input first,
+    the same numbers."""
+    x = np.random.default_rng(8).standard_normal((1, 5, 13, 12)).astype(np.float32)
+    w = np.random.default_rng(9).standard_normal((5 * multiplier, 1, 3, 3)).astype(np.float32)
+
+    def run():
+        X, W = te.placeholder(x.shape, name="X"), te.placeholder(w.shape, name="W")
+        conv = te.autotune.conv2d_compute(X, W, 2, 1, 1, 5)
+        out = te.compute(conv.shape, lambda *i: te.max(conv(*i), 0.0), name="relu")
+        s = te.autotune.schedule_conv2d(out)
+        got = np.full([int(d.value) for d in out.shape], np.nan, np.float32)
+        te.build(s, [X, W, out])(x, w, got)
+        return str(te.lower(s, [X, W, out], simple_mode=True)), got
+    text, got = run()
+    np.testing.assert_allclose(got, np.maximum(conv_ref(x, w, (2, 2), (1,) * 4, (1, 1), 5), 0),
+                               rtol=1e-5, atol=1e-5)
+    per_channel = re.search(rf"parallel for \(\S+, 0, {5 * multiplier}\) \{{\s*allocate "
+                            r"conv2d_pack\[float32 \* (\d+)\]", text)
+    if multiplier == 1:
+        assert per_channel and int(per_channel.group(1)) < 13 * 12 + 100, text
+    else:
+        assert per_channel is None and text.index("allocate conv2d_pack") < \
+            text.index("parallel for"), text
+    monkeypatch.setattr(importlib.import_module("te.autotune.conv2d"), "PAD_PER_CHANNEL", False)
+    text_off, got_off = run()
+    assert text_off.index("allocate conv2d_pack") < text_off.index("parallel for")
+    np.testing.assert_array_equal(got_off, got)
 
 
 def test_epilogue_is_computed_in_the_conv_output_loop():
