@@ -299,7 +299,8 @@ def schedule_direct(out: Tensor, found: list, conv: ComputeOp):
         s[conv].compute_at(s[out], out_y)
         row_stage = s[out]
     s[conv].vectorize(xi)
-    pad = by_tag(found, ("pad",))
+    src = conv.input_tensors[0].op       # the conv's own padded input (not an epilogue's)
+    pad = src if isinstance(src, ComputeOp) and "pad" in src.tag.split(",") else None
     if pad is not None:
         if PAD_PER_CHANNEL and _one_channel_each(conv, pad):
             s[pad].compute_at(row_stage, row)
@@ -316,6 +317,8 @@ def schedule_direct(out: Tensor, found: list, conv: ComputeOp):
 def _one_channel_each(conv: ComputeOp, pad: ComputeOp) -> bool:
     """Whether each output channel of the direct conv reads one input channel of its
     padded input `pad` that no other output channel reads (depthwise, multiplier 1)."""
-    channels = int(pad.output(0).shape[1].value)
-    return int(conv.output(0).shape[1].value) == channels and \
-        int(conv.reduce_axis[0].dom.extent.value) == 1 and channels > 1
+    dims = (pad.output(0).shape[1], conv.output(0).shape[1], conv.reduce_axis[0].dom.extent)
+    if not all(hasattr(d, "value") for d in dims):      # symbolic channel counts
+        return False
+    channels, out_channels, per_group = (int(d.value) for d in dims)
+    return out_channels == channels and per_group == 1 and channels > 1

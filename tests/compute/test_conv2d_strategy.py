@@ -197,6 +197,23 @@ def test_symbolic_shapes_get_the_plain_direct_compute():
     assert [t.op.name for t in conv.op.input_tensors] == ["pad_temp", "W"]
 
 
+def test_depthwise_conv_of_symbolic_channels_schedules_and_matches_numpy():
+    """Symbolic channels: the whole input padded first (the per-channel pad needs constant
+    channel counts), the numbers numpy's."""
+    c = te.var("c")
+    X = te.placeholder((2, c, 9, 10), name="X")
+    W = te.placeholder((4, 1, 3, 3), name="W")
+    conv = te.autotune.conv2d_compute(X, W, 2, 1, 1, 4)
+    fn = te.build(te.autotune.schedule_conv2d(conv), [X, W, conv])
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 4, 9, 10)).astype(np.float32)
+    w = rng.standard_normal((4, 1, 3, 3)).astype(np.float32)
+    got = np.full((2, 4, 5, 5), np.nan, np.float32)
+    fn(x, w, got)
+    np.testing.assert_allclose(got, conv_ref(x, w, (2, 2), (1,) * 4, (1, 1), 4), rtol=1e-5,
+                               atol=1e-5)
+
+
 def test_gemm_form_checks_its_arguments():
     X = te.placeholder((1, 8, 9, 9), name="X")
     W = te.placeholder((16, 8, 3, 3), name="W")

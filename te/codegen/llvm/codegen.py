@@ -444,18 +444,20 @@ class FuncGen(BlockValues):
 
     # -- memory -------------------------------------------------------------------------
 
-    def address(self, buf: tir.Buffer, index) -> ir.Value:
-        """&buf[index] for a scalar integer index value."""
+    def address(self, buf: tir.Buffer, index, inbounds: bool = True) -> ir.Value:
+        """&buf[index] for a scalar integer index value. inbounds=False for an address that
+        may lie outside the buffer (a masked load's, whose lanes there are never read):
+        an `inbounds` GEP that leaves its object is a poison value to LLVM."""
         if buf.data not in self.env:
             raise BuildError(f"Load/Store: buffer {buf.name!r} is neither a parameter "
                              f"nor allocated")
         # The index goes in as is: a GEP sign-extends a narrower index to the pointer width
         # (index dtypes are signed in practice; an unsigned one below 2^31 extends equally).
         base = self.env[buf.data]
-        key = ("gep", base, index, buf.dtype)
+        key = ("gep", base, index, buf.dtype, inbounds)
         ptr = self.reuse(key)
         if ptr is None:
-            ptr = self.keep(key, self.b.gep(base, [index], inbounds=True,
+            ptr = self.keep(key, self.b.gep(base, [index], inbounds=inbounds,
                                             source_etype=mem_type(dt.base(buf.dtype))))
         return ptr
 
@@ -734,7 +736,7 @@ class FuncGen(BlockValues):
             ptr = self.address(buf, self.index_value(index))
             return self.from_mem(self.load(buf.data, ptr, mem_type(e.dtype), align), e.dtype)
         if _is_dense_ramp(index):
-            ptr = self.address(buf, self.index_value(index.base))
+            ptr = self.address(buf, self.index_value(index.base), inbounds=mask is None)
             return self.from_mem(self._dense_load(buf, ptr, mem_type(e.dtype), align, mask),
                                  e.dtype)
         stride = _small_stride(index)
@@ -742,7 +744,7 @@ class FuncGen(BlockValues):
             return self.from_mem(self._strided_load(buf, index, n, stride, align, mask),
                                  e.dtype)
         elem = mem_type(dt.base(e.dtype))
-        ptrs = self.lane_addresses(buf, index, n)
+        ptrs = self.lane_addresses(buf, index, n, inbounds=mask is None)
         if mask is not None:
             return self.from_mem(masked.gather(self, ptrs, elem, align, mask), e.dtype)
         lanes = [self.load(buf.data, ptr, elem, align) for ptr in ptrs]   # lane by lane
@@ -756,7 +758,7 @@ class FuncGen(BlockValues):
             return self.load(buf.data, ptr, vec, align)
         return masked.dense_load(self, ptr, vec, align, mask)
 
-    def lane_addresses(self, buf, index: E.Expr, n: int) -> list:
+    def lane_addresses(self, buf, index: E.Expr, n: int, inbounds: bool = True) -> list:
         """&buf[lane k of index] for the n lanes of a vector index. A ramp of constant
         stride gives each lane as the scalar base plus a constant, which x86 folds into the
         load's or store's address (a cvec conv's crop reads its channel-vector tiles at
@@ -764,9 +766,11 @@ class FuncGen(BlockValues):
         if isinstance(index, E.Ramp) and isinstance(index.stride, E.Const):
             step = int(index.stride.value)
             return [self.address(buf, self.index_value(index.base + k * step if k
-                                                        else index.base)) for k in range(n)]
+                                                        else index.base), inbounds)
+                    for k in range(n)]
         lanes = self.index_value(index)
-        return [self.address(buf, self.b.extract_element(lanes, I32(k))) for k in range(n)]
+        return [self.address(buf, self.b.extract_element(lanes, I32(k)), inbounds)
+                for k in range(n)]
 
     def _strided_load(self, buf, index, n: int, stride: int, align: int,
                       mask=None) -> ir.Value:
@@ -781,7 +785,8 @@ class FuncGen(BlockValues):
         starts = [min(j * n, width - n) for j in range(count)]
         vec = ir.VectorType(elem, n)
         pieces = [self._dense_load(
-            buf, self.address(buf, self.index_value(index.base + o if o else index.base)),
+            buf, self.address(buf, self.index_value(index.base + o if o else index.base),
+                              inbounds=mask is None),
             vec, align, None if mask is None else masked.piece_mask(self, mask, o, n, stride))
             for o in starts]
         while len(pieces) & (len(pieces) - 1):   # a power of two of pieces to join

@@ -46,7 +46,10 @@ def test_vector_multiply_add_runs_and_uses_fma():
     a, b, c = (random_array("float32", 104) for _ in range(3))
     out = c.copy()
     compile_func(f)(a, b, out)
-    np.testing.assert_allclose(out, a * b + c, rtol=1e-6)
+    # one rounding fewer than numpy's a * b + c: an ulp of the terms, not of a sum that
+    # cancels (the shared RNG's draws depend on which tests ran before in the worker)
+    terms = np.abs(a * b) + np.abs(c)
+    np.testing.assert_array_less(np.abs(out - (a * b + c)), 2e-7 * terms + 1e-30)
     asm = assembly(f)
     assert "vfmadd" in asm and "ymm" in asm
 
@@ -161,7 +164,8 @@ def test_vector_intrinsic_and_libm_scalarization():
     p = RNG.uniform(-3, 3, n).astype("float32")
     result = np.zeros(n, "float32")
     compile_func(f)(p, result)
-    np.testing.assert_allclose(result, np.exp(p) + np.arctan(p), rtol=1e-5)
+    terms = np.exp(p) + np.abs(np.arctan(p))   # the sum may cancel: tolerance of the terms
+    np.testing.assert_array_less(np.abs(result - (np.exp(p) + np.arctan(p))), 1e-5 * terms)
 
 
 def test_vector_select_with_loads_masks_the_lanes_it_does_not_take():
