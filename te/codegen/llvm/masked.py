@@ -8,8 +8,8 @@ index is llvm.masked.gather. The vectorize pass makes such selects only where it
 masked_loads_suffice holds for both sides, and the code generator masks only then.
 
 Takes the FuncGen of codegen_llvm (duck-typed, never imported here: it gives .b, .mod,
-.expr and .load_mask) and the lanes' addresses it computed; gives LLVM values. Imports llvmlite, te.compute.expr
-and types.py.
+.expr and .load_mask) and the lanes' addresses it computed; gives LLVM values. Imports
+llvmlite, te.compute.expr and types.py.
 """
 from __future__ import annotations
 
