@@ -10,6 +10,7 @@ from te.compute.expr import Binary, Const, Var
 from te.lower import ir
 from te.lower.arith import Analyzer
 from te.lower.passes.simplify import _substitute_stmt, simplify_stmt
+from te.lower.printer import print_expr
 from te.lower.passes.unroll import unroll_loops
 
 
@@ -63,3 +64,33 @@ def test_nested_unrolled_loops_give_every_copy_its_constants():
     assert values == [(k, k) for k in range(12)]
     assert all(isinstance(s, ir.Store) for s in flat.stmts)
     assert E.free_vars(index)  # the original tree is untouched
+
+
+def _guarded_store(buf, i, op: str, bound: int):
+    return ir.IfThenElse(Binary("bool", op, i, c(bound)), ir.Store(buf, i, i))
+
+
+def test_a_branch_on_a_loop_variable_narrows_its_range_in_each_case():
+    # `if (i < 4) A else B` inside `for (i, 0, 10)`: A knows i in [0, 3], B i in [4, 9],
+    # so the guards each case implies go (a partitioned parallel loop's main and tail)
+    i = Var("i")
+    buf = ir.Buffer("b", "int32", (c(64),), (c(1),), data=Var("b", "handle"))
+    then_case = ir.seq(_guarded_store(buf, i, "lt", 6), _guarded_store(buf, i, "lt", 3))
+    else_case = ir.seq(_guarded_store(buf, i, "ge", 4), _guarded_store(buf, i, "lt", 8))
+    loop = ir.For(i, c(0), c(10), ir.PARALLEL,
+                  ir.IfThenElse(Binary("bool", "lt", i, c(4)), then_case, else_case))
+    out = simplify_stmt(loop).body
+    kept_then = [s for s in out.then_case.stmts if isinstance(s, ir.IfThenElse)]
+    kept_else = [s for s in out.else_case.stmts if isinstance(s, ir.IfThenElse)]
+    assert [print_expr(s.cond) for s in kept_then] == ["i < 3"]   # i < 6 holds throughout
+    assert [print_expr(s.cond) for s in kept_else] == ["i < 8"]   # i >= 4 holds throughout
+
+
+def test_a_branch_leaving_one_value_substitutes_it():
+    i = Var("i")
+    buf = ir.Buffer("b", "int32", (c(64),), (c(1),), data=Var("b", "handle"))
+    loop = ir.For(i, c(0), c(3), ir.PARALLEL, ir.IfThenElse(
+        Binary("bool", "lt", i, c(2)), ir.Store(buf, i, i), ir.Store(buf, i, i)))
+    out = simplify_stmt(loop).body
+    assert E.free_vars(out.then_case.index) == [i]
+    assert out.else_case.index.value == 2 and out.else_case.value.value == 2

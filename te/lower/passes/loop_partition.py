@@ -83,6 +83,9 @@ def _upper_limit(cond: E.Expr, var: Var, ranges: dict, unsafe: set, ana: Analyze
 # How many tails deep inner loops are still partitioned: code grows by at most one copy
 # of a loop body per guarded level inside each of these tails.
 MAX_TAIL_DEPTH = 2
+# a parallel loop keeps its tail iterations: `if (v < split) main else tail` inside the one
+# loop, so the threads share them out (False: the tail as a loop after it, for A/B runs)
+PARALLEL_TAIL_INSIDE = True
 
 
 def may_hold_a_barrier(s: ir.Stmt) -> bool:
@@ -141,7 +144,19 @@ class _Partition(Mutator):
             self.tail_depth -= 1
         tail = dataclasses.replace(s, min=split, extent=self.ana.simplify(end - split),
                                    body=tail_body)
+        if (s.kind == ir.PARALLEL and PARALLEL_TAIL_INSIDE and _positive(main.extent)
+                and _positive(tail.extent)):
+            # one parallel loop whose iterations branch: a tail after the loop would run on
+            # the calling thread alone while the others wait (or launch a region of its own).
+            # Constant extents only: a symbolic tail is often empty, which simplify then
+            # sees and drops, where a branch would keep two copies of the body
+            return dataclasses.replace(s, body=ir.IfThenElse(
+                E.binary("lt", s.loop_var, split), main_body, tail_body))
         return ir.seq(main, tail)
+
+
+def _positive(extent: E.Expr) -> bool:
+    return isinstance(extent, E.Const) and extent.value > 0
 
 
 def _drop_guards(s: ir.Stmt, keys: set) -> ir.Stmt:

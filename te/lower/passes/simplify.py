@@ -13,7 +13,7 @@ from ...compute import expr as E
 from ...compute.expr import Const
 from .. import ir
 from ..arith import WARM_DEPTH, Analyzer
-from ..visitor import Mutator
+from ..visitor import Mutator, walk_stmts
 
 
 class _Simplify(Mutator):
@@ -55,9 +55,40 @@ class _Simplify(Mutator):
             if cond.value:
                 return self.visit_stmt(s.then_case)
             return self.visit_stmt(s.else_case) if s.else_case is not None else ir.SeqStmt(())
-        then_case = self.visit_stmt(s.then_case)
-        else_case = self.visit_stmt(s.else_case) if s.else_case is not None else None
+        var, then_range, else_range = self._branch_ranges(cond)
+        then_case = self._visit_within(s.then_case, var, then_range)
+        else_case = (self._visit_within(s.else_case, var, else_range)
+                     if s.else_case is not None else None)
         return ir.IfThenElse(cond, then_case, else_case)
+
+    def _branch_ranges(self, cond: E.Expr) -> tuple:
+        """(var, its range where `cond` holds, where it fails) for a condition `var < c` or
+        `var <= c` (c constant) on a loop variable with a known range (a partitioned
+        parallel loop's `if (v < split) main else tail`), else (None, None, None)."""
+        if not (isinstance(cond, E.Binary) and cond.op in ("lt", "le")
+                and isinstance(cond.a, E.Var) and isinstance(cond.b, Const)):
+            return None, None, None
+        known = self.ana.ranges.get(cond.a)
+        if known is None or known[1] is None or not isinstance(cond.b.value, int):
+            return None, None, None
+        lo, hi = known
+        last = cond.b.value - 1 if cond.op == "lt" else cond.b.value  # the last value inside
+        return cond.a, (lo, min(hi, last)), (max(lo, last + 1), hi)
+
+    def _visit_within(self, s: ir.Stmt, var, rng) -> ir.Stmt:
+        """s simplified with `var` known to lie in `rng` (lo, hi): replaced by the value
+        where only one is left (as a one-iteration loop's); empty ranges unchanged."""
+        if var is None or rng[0] > rng[1]:
+            return self.visit_stmt(s)
+        if rng[0] == rng[1] and not any(isinstance(x, ir.For) and x.loop_var is var
+                                        for x in walk_stmts(s)):
+            return self.visit_stmt(_substitute_stmt(s, {var: E.const(rng[0], var.dtype)}))
+        saved = self.ana.ranges.get(var)
+        self.ana.bind(var, *rng)
+        try:
+            return self.visit_stmt(s)
+        finally:
+            self.ana.unbind(var, saved)
 
     def visit_SeqStmt(self, s: ir.SeqStmt):
         stmts = []
