@@ -22,6 +22,13 @@ import time
 from collections import OrderedDict
 
 COMPILED_KEPT = 8   # compiled candidates kept per worker (the leaders, re-measured in turn)
+# Seconds a candidate runs before it is timed. The pool threads sleep while this worker
+# compiles the next candidate (a few tenths of a second), and on a VM the first tens of
+# milliseconds of parallel work after such a pause ran at one thread's speed or with spikes
+# of several times the steady time (AMD Zen 4 guest, 2 threads: a 0.16 ms conv timed at
+# 0.25 ms, a 0.12 ms one at 0.90; benchmarks/TUNING.md), which ranked a parallel candidate
+# measured first below one measured later. One call warms the caches; this warms the cores.
+WARMUP_S = 0.03
 
 
 def _load_hook(spec: str):
@@ -147,9 +154,20 @@ def measure(req: dict, tasks: dict, hooks: dict, modules: OrderedDict) -> dict:
     best = req.get("best")
     if first * repeats > 0.5 * opts["timeout"] or (best and first > 20 * best):
         return {"costs": [first], "error": None, "compile_s": compile_s, "msg": "single run"}
+    warm_up(lambda: mod(*task.inputs, *outs), WARMUP_S - first)
     res = mod.time_evaluator(number=opts["number"], repeat=opts["repeat"],
                              min_repeat_ms=opts["min_repeat_ms"])(*task.inputs, *outs)
     return {"costs": list(res.results), "error": None, "compile_s": compile_s}
+
+
+def warm_up(run, seconds: float) -> int:
+    """Call run() until `seconds` have passed (none if it is 0 or less); the calls made."""
+    calls = 0
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        run()
+        calls += 1
+    return calls
 
 
 def _cuda_module(spec: dict, sig):

@@ -5,6 +5,9 @@ and apply_history_best."""
 from __future__ import annotations
 
 import os
+import time
+import types
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -105,6 +108,42 @@ def test_worker_outputs_are_allocated_once_and_refilled_per_candidate(tmp_path):
     again = task.reset_outputs()
     assert all(a is b for a, b in zip(first, again))
     assert np.isnan(again[0]).all() and (again[1] == 0).all()
+
+
+def test_a_candidate_runs_for_the_warm_up_time_before_it_is_timed(tmp_path, monkeypatch):
+    # the pool threads sleep while the worker compiles; timing right after that pause
+    # measured a parallel kernel at one thread's speed (worker.WARMUP_S)
+    import hashlib
+    import json
+
+    from te.autotune import worker
+    monkeypatch.setattr(worker, "WARMUP_S", 0.05)
+    np.save(tmp_path / "in0.npy", np.arange(4, dtype=np.float32), allow_pickle=False)
+    np.save(tmp_path / "ref0.npy", np.arange(4, dtype=np.float32) * 2, allow_pickle=False)
+    calls, timed = [], []
+
+    class Kernel:   # a compiled candidate: doubles its input, 1 ms a call
+        def __call__(self, x, out):
+            calls.append(time.perf_counter())
+            time.sleep(0.001)
+            out[:] = x * 2
+
+        def time_evaluator(self, number, repeat, min_repeat_ms):
+            def timer(*args):
+                timed.append(len(calls))
+                return types.SimpleNamespace(results=[0.001] * repeat)
+            return timer
+
+    req = {"task": {"dir": str(tmp_path), "n_in": 1, "outputs": [[[4], "float32"]]},
+           "ll": "; a candidate", "sig": "{}", "config": {},
+           "opts": {"number": 1, "repeat": 3, "min_repeat_ms": 0, "timeout": 10,
+                    "rtol": 1e-6, "atol": 1e-6}}
+    key = hashlib.sha256(("{}\n; a candidate\n" + json.dumps(None)).encode()).hexdigest()
+    modules = OrderedDict({key: (Kernel(), 0.0)})
+    reply = worker.measure(req, {}, {}, modules)
+    assert reply == {"costs": [0.001] * 3, "error": None, "compile_s": 0.0}
+    assert timed == [len(calls)] and calls[-1] - calls[0] >= 0.04 and len(calls) >= 20
+    assert worker.warm_up(lambda: None, 0) == 0 and worker.warm_up(lambda: None, -1) == 0
 
 
 def test_ctrl_c_while_a_worker_starts_ends_that_worker(monkeypatch):
