@@ -94,3 +94,15 @@ def test_a_branch_leaving_one_value_substitutes_it():
     out = simplify_stmt(loop).body
     assert E.free_vars(out.then_case.index) == [i]
     assert out.else_case.index.value == 2 and out.else_case.value.value == 2
+
+
+def test_only_an_if_that_is_a_loops_whole_body_narrows_the_range():
+    # each narrowing empties the analyzer's memo: ifs among other statements (ir_builder
+    # code with many of them, sharing one large expression) keep the loop's range, so that
+    # expression is simplified once, not once per if
+    i = Var("i")
+    buf = ir.Buffer("b", "int32", (c(64),), (c(1),), data=Var("b", "handle"))
+    branch = ir.IfThenElse(Binary("bool", "lt", i, c(4)), _guarded_store(buf, i, "lt", 6))
+    loop = ir.For(i, c(0), c(10), ir.PARALLEL, ir.seq(branch, ir.Store(buf, i, i)))
+    kept = simplify_stmt(loop).body.stmts[0].then_case
+    assert isinstance(kept, ir.IfThenElse) and print_expr(kept.cond) == "i < 6"

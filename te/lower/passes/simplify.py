@@ -20,6 +20,7 @@ class _Simplify(Mutator):
     def __init__(self, ranges: dict | None):
         # Data and index expressions alike: signed arithmetic may wrap (numpy's semantics).
         self.ana = Analyzer(ranges, wraps=True)
+        self._loop_branch = None   # a loop's whole body when that is one if (see below)
 
     def visit_expr(self, e: E.Expr) -> E.Expr:
         # The analyzer simplifies the whole tree itself; visiting children first would
@@ -40,6 +41,9 @@ class _Simplify(Mutator):
         if bound:
             hi = int(lo.value + ext.value - 1) if isinstance(ext, Const) else None
             self.ana.bind(s.loop_var, int(lo.value), hi)
+        # a body that is one `if (v < c)` on the loop's own variable (a partitioned parallel
+        # loop's main and tail) gets v's range narrowed in each branch
+        self._loop_branch = s.body if isinstance(s.body, ir.IfThenElse) else None
         body = self.visit_stmt(s.body)
         if bound or saved is not None:
             self.ana.unbind(s.loop_var, saved)
@@ -55,7 +59,8 @@ class _Simplify(Mutator):
             if cond.value:
                 return self.visit_stmt(s.then_case)
             return self.visit_stmt(s.else_case) if s.else_case is not None else ir.SeqStmt(())
-        var, then_range, else_range = self._branch_ranges(cond)
+        var, then_range, else_range = (self._branch_ranges(cond) if s is self._loop_branch
+                                       else (None, None, None))
         then_case = self._visit_within(s.then_case, var, then_range)
         else_case = (self._visit_within(s.else_case, var, else_range)
                      if s.else_case is not None else None)
@@ -64,7 +69,10 @@ class _Simplify(Mutator):
     def _branch_ranges(self, cond: E.Expr) -> tuple:
         """(var, its range where `cond` holds, where it fails) for a condition `var < c` or
         `var <= c` (c constant) on a loop variable with a known range (a partitioned
-        parallel loop's `if (v < split) main else tail`), else (None, None, None)."""
+        parallel loop's `if (v < split) main else tail`), else (None, None, None). Only
+        for an if that is a loop's whole body: each narrowing empties the analyzer's memo,
+        and many ifs sharing one large expression (ir_builder code) would each simplify it
+        again."""
         if not (isinstance(cond, E.Binary) and cond.op in ("lt", "le")
                 and isinstance(cond.a, E.Var) and isinstance(cond.b, Const)):
             return None, None, None
