@@ -83,3 +83,26 @@ def test_the_tail_after_the_parallel_loop_when_switched_off(monkeypatch):
     out = np.full((10, 16), np.nan, np.float32)
     te.build(s, args)(a, out)
     np.testing.assert_allclose(out, a * 3.0 - 1.0, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "int8"])
+@pytest.mark.parametrize("mode", ["build", "interp", "bound_checks"])
+def test_unsigned_and_narrow_shapes_with_nested_tails_stay_in_bounds(dtype, mode):
+    # with unsigned loop variables a split point's c - 1 - rest wrapped around (the tail's
+    # inner loop ran past the buffer), and the bound checker's `a < b` -> a <= b - 1 made
+    # a -1 of the unsigned type: unsigned loops keep their guards, and that fact is skipped
+    rows, cols = 100, 3
+    A = te.placeholder((te.const(rows, dtype), te.const(cols, dtype)), name="A")
+    B = te.compute(A.shape, lambda i, j: A[i, j] * 3.0 + i.astype("float32") * 0.5, name="B")
+    s = te.create_schedule(B.op)
+    yo, yi = s[B].split(B.op.axis[0], factor=3)
+    s[B].split(yi, factor=2)
+    s[B].parallel(yo)
+    a = np.random.default_rng(5).uniform(0.5, 2, (rows, cols)).astype("float32")
+    want = a * 3.0 + np.arange(rows, dtype=np.float32)[:, None] * 0.5
+    out = np.full((rows, cols), np.nan, np.float32)
+    if mode == "interp":
+        interp_run(te.lower(s, [A, B]), [a, out])
+    else:
+        te.build(s, [A, B], instrument_bound_checkers=mode == "bound_checks")(a, out)
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)

@@ -128,7 +128,9 @@ class _Instrument(Mutator):
         v + rest or rest - v."""
         itv = self._interval(other)
         if (itv is None or not dt.is_integral(side.dtype) or dt.lanes(side.dtype) != 1
-                or _reads_memory(side)):
+                or _reads_memory(side)
+                # `a < b` bounds a by b - 1, which for an unsigned b of 0 wraps around
+                or dt.is_uint(side.dtype) or dt.is_uint(other.dtype)):
             return visit()
         side = self.ana.simplify(side)
         end = self.ana.simplify(E.binary("add", itv[0 if below else 1],

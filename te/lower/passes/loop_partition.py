@@ -62,6 +62,10 @@ def _upper_limit(cond: E.Expr, var: Var, ranges: dict, unsafe: set, ana: Analyze
     if not isinstance(cond, Binary) or cond.op not in ("lt", "le") or \
             not E.dt.is_integral(cond.a.dtype) or E.dt.lanes(cond.a.dtype) != 1:
         return None
+    if E.dt.is_uint(cond.a.dtype) or E.dt.is_uint(var.dtype):
+        # the split point's arithmetic (c - 1 - rest) goes below zero and would wrap
+        # around: an unsigned loop keeps its guards
+        return None
     diff = cond.a - cond.b if cond.op == "lt" else cond.a - cond.b - 1
     lin = ana.linear(diff)
     coeff = next((c for atom, c in lin.terms.values() if atom is var), None)
