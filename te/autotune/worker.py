@@ -23,10 +23,9 @@ from collections import OrderedDict
 
 COMPILED_KEPT = 8   # compiled candidates kept per worker (the leaders, re-measured in turn)
 # Seconds a candidate runs before it is timed. The pool threads sleep while this worker
-# compiles the next candidate (a few tenths of a second), and on a VM the first tens of
-# milliseconds of parallel work after such a pause ran at one thread's speed or with spikes
-# of several times the steady time (AMD Zen 4 guest, 2 threads: a 0.16 ms conv timed at
-# 0.25 ms, a 0.12 ms one at 0.90; benchmarks/TUNING.md), which ranked a parallel candidate
+# compiles the next candidate, and on a VM the first tens of milliseconds of parallel work
+# after such a pause ran at one thread's speed or with spikes of several times the steady
+# time (benchmarks/TUNING.md has the measurements), which ranked a parallel candidate
 # measured first below one measured later. One call warms the caches; this warms the cores.
 WARMUP_S = 0.03
 
