@@ -1,6 +1,8 @@
-"""Parallel loops hand out their iterations in chunks that threads claim from a shared
-counter: every iteration runs, for any extent and thread count, including extents smaller
-than the thread count (a loop that does not start at 0: tests/codegen/llvm/
+"""Parallel loops hand out their iterations in chunks: each thread claims the chunks of its
+own contiguous share (slot) from that slot's counter, then those left in the other slots.
+Every iteration runs once, for any extent and thread count, including extents smaller
+than the thread count, threads that share slots and the single shared counter of
+PER_THREAD_SLOTS=False (a loop that does not start at 0: tests/codegen/llvm/
 test_codegen_llvm_vector.py).
 
 Imports te, runtime, numpy and pytest.
@@ -50,10 +52,55 @@ def test_threads_claim_chunks_from_a_64_bit_counter():
     mod, _, _ = _rows_kernel(1009)
     ll = mod.get_source("ll")
     assert len(re.findall(r"call void @GOMP_parallel", ll)) == 1
-    # one claim per chunk: an atomic add on the 64-bit counter in the closure, so claims
-    # past the end of an int32 loop cannot wrap around
+    # one claim per chunk: an atomic add on a slot's 64-bit counter in the closure, so
+    # claims past the end of an int32 loop cannot wrap around
     assert re.search(r"atomicrmw add ptr %\S+, i64 %\S+ monotonic", ll), ll
     assert codegen_llvm_parallel.CHUNKS_PER_THREAD >= 2
+    # each thread finds its own slot from its number; the caller zeroes the counters of
+    # as many slots as the team may have threads, each on a cache line of its own
+    assert "omp_get_thread_num" in ll and "omp_get_max_threads" in ll
+    assert re.search(r"alloca .*align 64", ll), ll
+    assert re.search(r"call void @llvm\.memset", ll), ll
+
+
+def _uneven_kernel(rows, cols=64):
+    """Y[i] = sum of X[i, :(i % 7 + 1) * cols / 8]: later rows are no costlier than early
+    ones on average, but chunks differ, so threads finish their slots at different times
+    and claim from each other's."""
+    X = te.placeholder((rows, cols), name="X")
+    k = te.reduce_axis((0, cols), name="k")
+    Y = te.compute((rows,), lambda i: te.sum(
+        te.if_then_else(k * 8 < (i % 7 + 1) * cols, X[i, k], 0.0), axis=k), name="Y")
+    s = te.create_schedule(Y.op)
+    s[Y].parallel(Y.op.axis[0])
+    return te.build(s, [X, Y])
+
+
+def _uneven_reference(x):
+    rows, cols = x.shape
+    lengths = ((np.arange(rows) % 7 + 1) * cols + 7) // 8
+    return np.array([x[i, :lengths[i]].sum() for i in range(rows)], "float32")
+
+
+@needs_libgomp
+@pytest.mark.parametrize("threads, max_slots, per_thread", [
+    (2, 64, True), (3, 64, True), (4, 64, True),   # more threads than these 2 cores
+    (3, 2, True),                                   # threads 0 and 2 share slot 0
+    (5, 1, True),                                   # one slot: every thread shares it
+    (2, 64, False), (3, 64, False)])                # one counter (the scheme before)
+@pytest.mark.parametrize("rows", [1, 2, 5, 33, 1000])
+def test_every_iteration_runs_once_when_threads_claim_from_other_slots(
+        rows, threads, max_slots, per_thread, restore_threads, monkeypatch):
+    monkeypatch.setattr(codegen_llvm_parallel, "MAX_SLOTS", max_slots)
+    monkeypatch.setattr(codegen_llvm_parallel, "PER_THREAD_SLOTS", per_thread)
+    mod = _uneven_kernel(rows)
+    runtime.set_num_threads(threads)
+    x = np.random.default_rng(rows).uniform(0.5, 1.5, (rows, 64)).astype("float32")
+    want = _uneven_reference(x)
+    for _ in range(20):   # the claims race differently each run
+        y = np.full(rows, np.nan, "float32")
+        mod(x, y)
+        np.testing.assert_allclose(y, want, rtol=1e-5)
 
 
 def test_no_chunk_is_claimed_after_a_body_fails():
