@@ -146,6 +146,51 @@ def test_a_candidate_runs_for_the_warm_up_time_before_it_is_timed(tmp_path, monk
     assert worker.warm_up(lambda: None, 0) == 0 and worker.warm_up(lambda: None, -1) == 0
 
 
+def test_the_first_run_is_timed_without_the_output_check(tmp_path, monkeypatch):
+    """A candidate whose first run takes over 20x the best time so far is reported by that
+    run alone. That run used to be timed with the comparison of its outputs against the
+    reference, which on a large output takes milliseconds: a fast conv (0.13 ms) whose
+    output took 2.5 ms to compare was recorded at 2.5 ms as soon as a best of under
+    0.125 ms was known."""
+    import hashlib
+    import json
+
+    from te.autotune import worker
+    monkeypatch.setattr(worker, "WARMUP_S", 0.0)
+    np.save(tmp_path / "in0.npy", np.arange(4, dtype=np.float32), allow_pickle=False)
+    np.save(tmp_path / "ref0.npy", np.arange(4, dtype=np.float32) * 2, allow_pickle=False)
+    real_allclose = np.allclose
+
+    def slow_allclose(*args, **kwargs):   # a large output's comparison
+        time.sleep(0.05)
+        return real_allclose(*args, **kwargs)
+    monkeypatch.setattr(np, "allclose", slow_allclose)
+
+    class Kernel:   # a compiled candidate: doubles its input, at once
+        def __call__(self, x, out):
+            out[:] = x * 2
+
+        def time_evaluator(self, number, repeat, min_repeat_ms):
+            return lambda *args: types.SimpleNamespace(results=[0.0001] * repeat)
+
+    req = {"task": {"dir": str(tmp_path), "n_in": 1, "outputs": [[[4], "float32"]]},
+           "ll": "; a candidate", "sig": "{}", "config": {}, "best": 0.001,
+           "opts": {"number": 1, "repeat": 3, "min_repeat_ms": 0, "timeout": 10,
+                    "rtol": 1e-6, "atol": 1e-6}}
+    key = hashlib.sha256(("{}\n; a candidate\n" + json.dumps(None)).encode()).hexdigest()
+    modules = OrderedDict({key: (Kernel(), 0.0)})
+    assert worker.measure(req, {}, {}, modules) == {"costs": [0.0001] * 3, "error": None,
+                                                    "compile_s": 0.0}
+
+    class SlowKernel(Kernel):   # 30x the best: hopeless, reported by its one run
+        def __call__(self, x, out):
+            time.sleep(0.03)
+            out[:] = x * 2
+    modules[key] = (SlowKernel(), 0.0)
+    reply = worker.measure(req, {}, {}, modules)
+    assert reply["msg"] == "single run" and 0.03 <= reply["costs"][0] < 0.05, reply
+
+
 def test_ctrl_c_while_a_worker_starts_ends_that_worker(monkeypatch):
     started = []
     real_init = M._Worker.__init__
