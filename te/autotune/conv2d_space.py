@@ -37,6 +37,10 @@ MIN_REDUCE_BLOCK = 4    # the fewest input channels per block of the 'reduce:<k>
 # channel x pixel tiles: a multiple of this, so that 2 or 4 threads get equal shares
 PARALLEL_CHUNKS = 4
 CVEC_MIN_TILES = 4      # channel tiles the cvec form's 'channels' layout needs to share out
+# channel tiles (with the batch and groups) the rows form's heuristic needs to put them in
+# parallel ('blocks', 'whole_channels'): with fewer, pixel tiles go in parallel (a 24-channel
+# stem's 3 tiles on 2 threads left one thread idle a third of the time; 0: no minimum)
+ROWS_MIN_TILES = 4
 CVEC_MIN_BLOCKS = 4     # input-channel blocks the cvec form's first 'reduce:<k>' makes at least
 # blocks of pixel panels the 1x1 heuristic's 'blocks:<b>' leaves at least, else b is 1: the
 # threads claim blocks as they go, and with few of them the last round leaves threads idle
@@ -113,13 +117,17 @@ def _define_rows(cfg, gemm: ComputeOp, pack: ComputeOp) -> None:
     """The rows form's knobs, the heuristic's choice first: per channel block where the
     GEMM has no group axis and one image's packed input fits in L2 or its weights are
     too large to stream once per pixel tile (C.STREAMED_WEIGHT_BYTES), else the whole
-    GEMM with channel tiles in parallel where it fits, pixel tiles where not. 'tiles:<b>':
+    GEMM with channel tiles in parallel where it fits, pixel tiles where not; pixel
+    tiles also where there are fewer than ROWS_MIN_TILES channel tiles to share out. 'tiles:<b>':
     the whole GEMM in blocks of b pixel tiles (b a divisor of the tile count; the
     heuristic's b is the largest whose input fits in half of L2), channel tiles inside.
     'reduce:<k>' (groups 1, sizes from _reduce_blocks): the whole GEMM in blocks of k input
     channels, first where the GEMM reads several stride phases."""
     fits = _channels_outer(pack) or (len(gemm.axis) == 3 and
                                      _weight_bytes(gemm) > C.STREAMED_WEIGHT_BYTES)
+    mr = gemm.attrs["tile"][0]
+    channel_tiles = math.prod(int(d.value) for d in gemm.output(0).shape[:-1]) // mr
+    fits = fits and channel_tiles >= ROWS_MIN_TILES
     tiles = [f"tiles:{b}" for b in _tile_blocks(gemm, pack)]
     if len(gemm.axis) == 3:
         layouts = ["blocks", "whole_channels", "whole_pixels", *tiles] if fits else \

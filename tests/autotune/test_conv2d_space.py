@@ -2,6 +2,7 @@
 config of small convs (odd sizes, stride 2, a fused epilogue) against numpy, the default
 config as the untuned heuristic's choice, and a tuning run (strategy="conv2d") whose
 records apply_history_best and schedule_conv2d take."""
+import importlib
 import json
 
 import numpy as np
@@ -199,9 +200,10 @@ def _tile_block_heuristic(out, l2):
 @pytest.mark.parametrize("l2", [1 << 20, 64 << 10, 8 << 10, 1 << 10])
 def test_the_layouts_follow_the_hosts_l2(monkeypatch, l2):
     """Per channel block where one image's packed input fits in L2, else whole with pixel
-    tiles outermost; then blocks of pixel tiles, the heuristic's size first."""
+    tiles outermost; then blocks of pixel tiles, the heuristic's size first. (33 output
+    channels: at least ROWS_MIN_TILES channel tiles on every host.)"""
     monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: l2)
-    X, W, B, out = conv_bias_relu(*TILED[0])
+    X, W, B, out = conv_bias_relu(1, 5, 30, 17, 33, 3, 1, 1)
     pack = C.by_tag(C.producer_ops(out), ("conv2d_gemm_pack",))
     packed = np.prod([int(d.value) for d in pack.output(0).shape]) * 4
     layouts = list(te.autotune.conv2d_space(out).knobs["layout"].options)
@@ -210,6 +212,26 @@ def test_the_layouts_follow_the_hosts_l2(monkeypatch, l2):
         assert layouts == ["blocks", "whole_channels", "whole_pixels", *tiles]
     else:
         assert layouts == ["whole_pixels", *tiles, "blocks", "whole_channels"]
+
+
+@pytest.mark.parametrize("oc, first", [(9, "whole_pixels"), (17, "whole_pixels"),
+                                       (32, "blocks")])
+def test_fewer_channel_tiles_than_threads_need_put_pixel_tiles_in_parallel(monkeypatch, oc,
+                                                                          first):
+    """A conv of few output channels (ShuffleNet's 24-channel stem: 3 tiles) puts its pixel
+    tiles in parallel even where its packed input fits in L2: ROWS_MIN_TILES channel tiles
+    are needed to share them out (8 channels a tile here, AVX-512's)."""
+    monkeypatch.setattr(cache_sizes, "l2_bytes", lambda: 1 << 20)
+    monkeypatch.setattr(C, "vector_lanes", lambda dtype="float32": 16)
+    monkeypatch.setattr(C, "CVEC_ON", False)
+    space_module = importlib.import_module("te.autotune.conv2d_space")
+    out = conv_bias_relu(1, 5, 30, 17, oc, 3, 1, 1)[3]
+    gemm = C.by_tag(C.producer_ops(out), ("conv2d_gemm",))
+    assert gemm.attrs["tile"][0] == 8
+    assert space_module.ROWS_MIN_TILES == 4
+    assert _without_reduce(te.autotune.conv2d_space(out))[0] == first
+    monkeypatch.setattr(space_module, "ROWS_MIN_TILES", 0)
+    assert _without_reduce(te.autotune.conv2d_space(out))[0] == "blocks"
 
 
 def test_weights_too_large_to_stream_per_pixel_tile_stay_per_channel_block(monkeypatch):

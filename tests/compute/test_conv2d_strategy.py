@@ -149,16 +149,16 @@ def test_epilogue_is_computed_in_the_conv_output_loop():
     image's packed input fits in L2), its full pixel tiles and the last, partial one each
     accumulated in a register tile."""
     X = te.placeholder((1, 8, 9, 9), name="X")
-    W = te.placeholder((16, 8, 3, 3), name="W")
-    B = te.placeholder((16,), name="B")
+    W = te.placeholder((32, 8, 3, 3), name="W")
+    B = te.placeholder((32,), name="B")
     conv = te.autotune.conv2d_compute(X, W, 1, 1)
     out = te.compute(conv.shape, lambda n, f, y, i: te.max(conv[n, f, y, i] + B[f], 0.0),
                      name="epilogue")
     text = str(te.lower(te.autotune.schedule_conv2d(out), [X, W, B, out]))
     assert re.findall(r"allocate (\S+)\[", text) == ["conv2d_pack", "conv2d_gemm",
                                                       "conv2d_gemm.local", "conv2d_gemm.local"]
-    mr, _ = te.autotune.conv2d_gemm_tile((1, 8, 9, 9), (16, 8, 3, 3), 1, 1)
-    blocks = -(-16 // mr)
+    mr, _ = te.autotune.conv2d_gemm_tile((1, 8, 9, 9), (32, 8, 3, 3), 1, 1)
+    blocks = -(-32 // mr)
     assert re.search(rf"parallel for \(n\.f\.outer\.fused, 0, {blocks}\) \{{\s*allocate "
                      rf"conv2d_gemm\[", text), text
     # one store, the crop loop's (and its scalar tail where 9 columns exceed a vector)
