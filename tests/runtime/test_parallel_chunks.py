@@ -63,6 +63,21 @@ def test_threads_claim_chunks_from_a_64_bit_counter():
     assert re.search(r"call void @llvm\.memset", ll), ll
 
 
+def test_the_loop_body_is_a_function_of_its_own():
+    """The body is called per chunk, not inlined into the claiming loops: inlined, its
+    registers were allocated with theirs, and a GEMM tile loop spilled vector registers
+    (parallel.INLINE_BODY)."""
+    assert codegen_llvm_parallel.INLINE_BODY is False
+    mod, _, _ = _rows_kernel(1009)
+    ll = mod.get_source("ll")
+    body = re.search(r"define internal (?:fastcc )?void @(\S+_body)\(.*\) (?:unnamed_addr )?"
+                     r"#(\d+)", ll)
+    assert body, ll
+    assert re.search(rf"call (?:fastcc )?void @{re.escape(body.group(1))}\(", ll), ll
+    attrs = re.search(rf"attributes #{body.group(2)} = {{([^}}]*)}}", ll).group(1)
+    assert "noinline" in attrs and "alwaysinline" not in attrs
+
+
 def _uneven_kernel(rows, cols=64):
     """Y[i] = sum of X[i, :(i % 7 + 1) * cols / 8]: later rows are no costlier than early
     ones on average, but chunks differ, so threads finish their slots at different times

@@ -37,6 +37,11 @@ SLOT_WORDS = 8     # i64 words per slot: one cache line
 # False: one slot, its counter shared by all threads, each claim ceil(extent / (threads *
 # CHUNKS_PER_THREAD)) iterations (the scheme before; benchmarks compare the two)
 PER_THREAD_SLOTS = True
+# The loop body is a function of its own, never inlined into the claiming loops around it:
+# inlined, its registers were allocated together with theirs, and a GEMM's tile loop whose
+# pixel addresses need many general registers spilled vector registers (SqueezeNet's row-
+# Winograd GEMMs ran 2x slower at 1 thread). True: inlined (benchmarks compare the two)
+INLINE_BODY = False
 COUNTERS, LO, EXTENT, STATUS, SLOTS = range(5)   # the closure's fields, captured ones after
 
 
@@ -119,14 +124,14 @@ def _outline_body(gen, s: tir.For, name: str, captured: list, index_t) -> ir.Fun
     """`void @<name>_body(captured..., status, start, count)` running [start, start+count);
     a failed heap allocation or bounds check stores its code at `status` and returns.
 
-    Buffer pointers arrive as `noalias` arguments; once LLVM inlines this function into the
-    closure-unpacking one, that becomes scoped alias metadata, so the loop still vectorizes
-    without runtime alias checks, as it would in the entry function.
+    Buffer pointers arrive as `noalias` arguments, so the loop still vectorizes without
+    runtime alias checks, as it would in the entry function (where INLINE_BODY inlines it
+    into the closure-unpacking function, that becomes scoped alias metadata).
     """
     arg_types = [gen.env[v].type for v in captured] + [PTR, index_t, index_t]
     names = [v.name for v in captured] + ["status", "start", "count"]
     fn = _new_function(gen.mod, name + "_body", ir.VoidType(), arg_types, names, gen.fn)
-    fn.attributes.add("alwaysinline")
+    fn.attributes.add("alwaysinline" if INLINE_BODY else "noinline")
     child = type(gen)(gen.mod, fn, in_parallel=True)
     child.status_ptr = fn.args[len(captured)]
     child.nontemporal = gen.nontemporal or tir.has_pragma(s, tir.NONTEMPORAL_STORE)
