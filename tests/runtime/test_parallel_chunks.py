@@ -8,6 +8,8 @@ test_codegen_llvm_vector.py).
 Imports te, runtime, numpy and pytest.
 """
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -76,6 +78,41 @@ def test_the_loop_body_is_a_function_of_its_own():
     assert re.search(rf"call (?:fastcc )?void @{re.escape(body.group(1))}\(", ll), ll
     attrs = re.search(rf"attributes #{body.group(2)} = {{([^}}]*)}}", ll).group(1)
     assert "noinline" in attrs and "alwaysinline" not in attrs
+
+
+STACK_SCRIPT = """
+import threading, numpy as np, te
+X = te.placeholder((64,), name="X")
+stages, cur = [], X
+for k in range(40):
+    cur = (lambda p: te.compute((64,), lambda i: p[i] + 1.0, name=f"S{k}"))(cur)
+    stages.append(cur)
+s = te.create_schedule(cur.op)
+for st in stages:
+    s[st].parallel(st.op.axis[0])
+mod = te.build(s, [X, cur])
+threading.stack_size(64 * 1024)
+out = {}
+def run():
+    y = np.zeros(64, "float32")
+    mod(np.zeros(64, "float32"), y)
+    out["y"] = y
+t = threading.Thread(target=run)
+t.start()
+t.join()
+assert (out["y"] == 40).all(), out
+print("ok")
+"""
+
+
+@needs_libgomp
+def test_many_parallel_stages_run_on_a_small_thread_stack():
+    """Each task's closure holds 4 KiB of counters; it lives only around its task, so the
+    tasks of one function share one stack slot. One slot per task made 40 parallel stages
+    take 175 KiB of stack, and a thread with a 64 KiB stack crashed (review)."""
+    proc = subprocess.run([sys.executable, "-c", STACK_SCRIPT], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
 def _uneven_kernel(rows, cols=64):

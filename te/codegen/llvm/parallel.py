@@ -71,6 +71,12 @@ def emit_parallel_task(gen, task: tir.ParallelTask) -> None:
     fields = [lo, extent, I32(0), slots] + [gen.env[v] for v in captured]
     closure_t = ir.LiteralStructType([counters_t] + [f.type for f in fields])
     closure = gen.alloca(closure_t, align=8 * SLOT_WORDS)
+    # Live only around its task: LLVM then gives every task of the function one stack slot
+    # (the counters make a closure 4 KiB; one per task made a kernel of 50 parallel stages
+    # take 220 KiB of stack, past a small thread stack)
+    lifetime = [mod.declare(f"llvm.lifetime.{edge}.p0", ir.VoidType(), [PTR])
+                for edge in ("start", "end")]
+    b.call(lifetime[0], [closure])
     for k, value in enumerate(fields, start=LO):
         b.store(value, b.gep(closure, [I32(0), I32(k)], source_etype=closure_t))
     memset = mod.declare("llvm.memset.p0.i64", ir.VoidType(), [PTR, ir.IntType(8), I64,
@@ -104,9 +110,12 @@ def emit_parallel_task(gen, task: tir.ParallelTask) -> None:
     if gen.made_nontemporal:  # this thread's streamed stores, before other threads run
         gen.fence_nontemporal()
     b.call(gomp, [fn, closure, I32(0), I32(0)])
+    status = None
     if body_fails:  # the body allocates or checks bounds: pass its failure on
         status = b.load(b.gep(closure, [I32(0), I32(STATUS)], source_etype=closure_t),
                         typ=I32)
+    b.call(lifetime[1], [closure])
+    if status is not None:
         gen.fail_if(b.icmp_signed("!=", status, I32(0)), status)
 
 
