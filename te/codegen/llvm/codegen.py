@@ -405,6 +405,14 @@ class FuncGen(BlockValues):
         start = len(self.fn.blocks)
         signed = not dt.is_uint(var.dtype)
         cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
+        narrow = lo.type.width < 32
+        if narrow:
+            # An 8- or 16-bit variable counts in 32 bits: its loop may end one past the
+            # type's maximum (int8 [1, 128)), where lo + extent and i + 1 would wrap
+            widen = self.b.sext if signed else self.b.zext
+            lo, extent = widen(lo, I32), widen(extent, I32)
+            cmp = self.b.icmp_signed
+            signed = True
         end = self.int_op("add", lo, extent)
         pre = self.b.block
         inner = self.fn.append_basic_block(f"for_{var.name}_body")
@@ -417,7 +425,7 @@ class FuncGen(BlockValues):
         self.b.position_at_end(inner)
         i = self.b.phi(lo.type, name=var.name)
         i.add_incoming(lo, pre)
-        self.env[var] = i
+        self.env[var] = self.b.trunc(i, ll_type(var.dtype)) if narrow else i
         body()
         step = self.b.add(i, ir.Constant(i.type, 1), flags=["nsw"] if signed else ["nuw"])
         i.add_incoming(step, self.b.block)

@@ -442,6 +442,34 @@ def test_parallel_loop_counts_its_chunks_in_64_bits(dtype, extent):
     assert result[0] == (extent - 3 if extent >= 3 else -1)
 
 
+@pytest.mark.parametrize("dtype, first, extent", [("int8", 1, 127), ("int8", 100, 28),
+                                                  ("uint8", 1, 255), ("int16", 10, 32758),
+                                                  ("uint16", 1, 65535), ("int8", -100, 127),
+                                                  ("uint8", 0, 255)])
+@pytest.mark.parametrize("kind", [ir.SERIAL, ir.PARALLEL])
+def test_a_narrow_loop_may_end_one_past_its_types_maximum(dtype, first, extent, kind):
+    """for i in [first, first + extent): out[i - first] += 1, the last i its type's maximum.
+    first + extent and i + 1 wrapped in the variable's type: int8 [1, 128) ran none of its
+    127 iterations, uint8 [1, 256) none serially and 248 of 255 on 2 threads (review)."""
+    import runtime
+    out = buffer("out", "int64", extent)
+    i, lo, n = E.Var("i", dtype), E.Var("lo", dtype), E.Var("n", dtype)
+    k = binop("sub", E.Cast("int64", i), E.Cast("int64", lo))
+    body = ir.Store(out, k, binop("add", ir.Load("int64", out, k), E.Const("int64", 1)))
+    f = PrimFunc(f"narrow_{dtype}", (out,), (lo, n), ir.For(i, lo, n, kind, body))
+    f = outline_for_cpu(f) if kind == ir.PARALLEL else f
+    fn = compile_func(f, parallel=kind == ir.PARALLEL)
+    before = runtime.num_threads()
+    try:
+        for threads in (1, 2, 3):
+            runtime.set_num_threads(threads)
+            result = np.zeros(extent, np.int64)
+            fn(result, first, extent)
+            np.testing.assert_array_equal(result, 1)
+    finally:
+        runtime.set_num_threads(before)
+
+
 def test_parallel_inside_serial_with_nested_parallel_and_local_alloc():
     """for o serial: for i parallel: tmp[4] local; for k parallel (runs serially): ..."""
     outer_n, n = 3, 29
