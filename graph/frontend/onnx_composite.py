@@ -1,6 +1,7 @@
 """ONNX converters of ops built from several table ops (RMSNormalization, LpNormalization,
-Hardmax, DepthToSpace, SpaceToDepth) or onto one with a data-dependent index or running
-reduction (GatherElements, CumSum, CumProd), and BitShift and Swish.
+MeanVarianceNormalization, GroupNormalization, Hardmax, DepthToSpace, SpaceToDepth) or onto
+one with a data-dependent index or running reduction (GatherElements, CumSum, CumProd), and
+BitShift and Swish.
 
 Imports numpy, graph's builder and transform modules and graph.frontend.onnx_base.
 """
@@ -39,6 +40,56 @@ def _lp_norm(ins, attrs, opset, outs):
     zero = apply("equal", [norm, 0.0], {}, f"{outs[0]}/zero")  # a zero norm gives 0
     zeros = builder.constant(np.zeros((), x.dtype), name=f"{outs[0]}/0")
     return [transform.where(zero, zeros, y, name=outs[0])]
+
+
+def _mean_variance_norm(ins, attrs, opset, outs):
+    """(x - mean) / (std + 1e-9) over `axes`, as ONNX's function defines it, with the
+    variance as the mean square deviation (its E[x^2] - E[x]^2 may round below zero)."""
+    x = ins[0]
+    axes = [a % len(x.shape) for a in attrs.get("axes", (0, 2, 3))]
+    name = outs[0]
+    mean = _REDUCE["reduce_mean"](x, axes, True, name=f"{name}/mean")
+    dev = apply("subtract", [x, mean], {}, f"{name}/dev")
+    var = _REDUCE["reduce_mean"](apply("multiply", [dev, dev], {}, f"{name}/sq"), axes, True,
+                                 name=f"{name}/var")
+    std = apply("add", [apply("sqrt", [var], {}, f"{name}/std"), 1e-9], {}, f"{name}/eps")
+    return [apply("divide", [dev, std], {}, name)]
+
+
+def _group_norm(ins, attrs, opset, outs):
+    """Each group of channels normalized over its channels and pixels, then scaled and
+    shifted: per group before opset 21 (scale and bias of num_groups), per channel from it."""
+    x, scale, bias = ins[:3]
+    only(attrs, "stash_type", (1,), 1)
+    groups = int(attrs["num_groups"])
+    if len(x.shape) < 3 or not isinstance(x.shape[1], int) or groups < 1 \
+            or x.shape[1] % groups:
+        raise Refused("num_groups", f"num_groups {groups} must divide the channels of an "
+                                    f"(N, C, ...) input, got shape {list(x.shape)}")
+    name = outs[0]
+    n, c = x.shape[:2]
+    grouped = transform.reshape(x, (n, groups, -1), name=f"{name}/grouped")
+    mean = _REDUCE["reduce_mean"](grouped, [2], True, name=f"{name}/mean")
+    dev = apply("subtract", [grouped, mean], {}, f"{name}/dev")
+    var = _REDUCE["reduce_mean"](apply("multiply", [dev, dev], {}, f"{name}/sq"), [2], True,
+                                 name=f"{name}/var")
+    eps = float(attrs.get("epsilon", 1e-5))
+    std = apply("sqrt", [apply("add", [var, eps], {}, f"{name}/eps")], {}, f"{name}/std")
+    normed = apply("divide", [dev, std], {}, f"{name}/normed")
+    per = groups if opset < 21 else c
+    if tuple(scale.shape) != (per,) or tuple(bias.shape) != (per,):
+        raise Refused("", f"scale and bias must have shape [{per}] at opset {opset}, got "
+                          f"{list(scale.shape)} and {list(bias.shape)}")
+    if opset < 21:
+        view, shape = normed, (groups, 1)
+    else:
+        view = transform.reshape(normed, x.shape, name=f"{name}/back")
+        shape = (c, *[1] * (len(x.shape) - 2))
+    scaled = apply("multiply", [view, transform.reshape(scale, shape, name=f"{name}/s")], {},
+                   f"{name}/scaled")
+    y = apply("add", [scaled, transform.reshape(bias, shape, name=f"{name}/b")], {},
+              name if opset >= 21 else f"{name}/shifted")
+    return [y] if opset >= 21 else [transform.reshape(y, x.shape, name=name)]
 
 
 def _hardmax(ins, attrs, opset, outs):
@@ -114,6 +165,8 @@ COMPOSITE_CONVERTERS = {
     "RMSNormalization": row(_rms_norm, "axis", "epsilon", "stash_type"),
     "LpNormalization": row(_lp_norm, "axis", "p"),
     "Hardmax": row(_hardmax, "axis"),
+    "MeanVarianceNormalization": row(_mean_variance_norm, "axes"),
+    "GroupNormalization": row(_group_norm, "epsilon", "num_groups", "stash_type"),
     "DepthToSpace": row(_depth_to_space, "blocksize", "mode"),
     "SpaceToDepth": row(_space_to_depth, "blocksize"),
     "GatherElements": row(_gather_elements, "axis"),

@@ -38,11 +38,14 @@ Where""".split())
 
 
 def ci_ops() -> frozenset:
-    """The ops of the CI subset: the listed ones and those of graph.frontend.onnx_math and
-    onnx_composite (added for this suite, checked nowhere else against ONNX's outputs)."""
+    """The ops of the CI subset: the listed ones and those of graph.frontend.onnx_math,
+    onnx_composite, onnx_index and onnx_einsum (added for this suite)."""
     from .onnx_composite import COMPOSITE_CONVERTERS
+    from .onnx_einsum import EINSUM_CONVERTERS
+    from .onnx_index import INDEX_CONVERTERS
     from .onnx_math import MATH_CONVERTERS
-    return ISSUE_OPS | frozenset(MATH_CONVERTERS) | frozenset(COMPOSITE_CONVERTERS)
+    return (ISSUE_OPS | frozenset(MATH_CONVERTERS) | frozenset(COMPOSITE_CONVERTERS)
+            | frozenset(INDEX_CONVERTERS) | frozenset(EINSUM_CONVERTERS))
 
 
 @dataclass

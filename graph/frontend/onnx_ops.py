@@ -19,6 +19,8 @@ from .. import builder, nn, transform
 from ..builder import apply
 from .onnx_base import DTYPES, Converter, Refused, const, only, row, scalar
 from .onnx_composite import COMPOSITE_CONVERTERS
+from .onnx_einsum import EINSUM_CONVERTERS
+from .onnx_index import INDEX_CONVERTERS
 from .onnx_layout import LAYOUT_CONVERTERS
 from .onnx_math import MATH_CONVERTERS, legacy_broadcast
 
@@ -184,6 +186,29 @@ def _pool(kind: str):
     return fn
 
 
+def _lp_pool(ins, attrs, opset, outs):
+    """(sum of |x|^p over each window)^(1/p): the window sums as an average pool counting
+    the zero padding, times the window's size (padding adds nothing to a sum)."""
+    x, kernel = ins[0], tuple(attrs["kernel_shape"])
+    if any(d != 1 for d in attrs.get("dilations", (1, 1))):
+        raise Refused("dilations", "pooling with dilation is not supported")
+    p = float(attrs.get("p", 2))
+    if p <= 0:
+        raise Refused("p", f"p must be positive, got {p}")
+    strides, _, pads = _spatial(x, attrs, "LpPool", kernel)
+    if attrs.get("ceil_mode", 0):
+        pads = _ceil_pads(x, kernel, strides, pads)
+    name = outs[0]
+    a = apply("abs", [x], {}, f"{name}/abs")
+    powered = apply("multiply", [a, a], {}, f"{name}/pow") if p == 2 else \
+        apply("power", [a, p], {}, f"{name}/pow")
+    mean = nn.avg_pool2d(powered, kernel, strides, pads, True, name=f"{name}/mean")
+    sums = apply("multiply", [mean, float(kernel[0] * kernel[1])], {}, f"{name}/sum")
+    if p == 2:
+        return [apply("sqrt", [sums], {}, name)]
+    return [apply("power", [sums, 1.0 / p], {}, name)]
+
+
 def _batch_norm(ins, attrs, opset, outs):
     if attrs.get("training_mode", 0):
         raise Refused("training_mode", "only inference is supported")
@@ -303,6 +328,7 @@ CONVERTERS = {
     "MaxPool": row(_one_d(_pool("MaxPool")), "ceil_mode", "storage_order", *_WINDOW),
     "AveragePool": row(_one_d(_pool("AveragePool")), "ceil_mode", "count_include_pad",
                        *_WINDOW),
+    "LpPool": row(_one_d(_lp_pool), "ceil_mode", "p", *_WINDOW),
     "GlobalAveragePool": row(lambda ins, a, o, outs: [nn.global_avg_pool2d(ins[0], outs[0])]),
     "GlobalMaxPool": row(lambda ins, a, o, outs: [nn.global_max_pool2d(ins[0], outs[0])]),
     "BatchNormalization": row(_batch_norm, "epsilon", "momentum", "spatial", "training_mode",
@@ -318,4 +344,6 @@ CONVERTERS = {
     "LayerNormalization": row(_layer_norm, "axis", "epsilon", "stash_type"),
     **MATH_CONVERTERS,
     **COMPOSITE_CONVERTERS,
+    **INDEX_CONVERTERS,
+    **EINSUM_CONVERTERS,
 }

@@ -1,0 +1,117 @@
+"""ONNX converters of index-built tensors, onto table ops: OneHot (an equality against a
+constant iota), GatherND (a linear index into the flattened indexed axes, then one take)
+and EyeLike (a constant).
+
+Imports numpy, graph's builder and transform modules and graph.frontend.onnx_base.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import builder, transform
+from ..builder import apply
+from .onnx_base import DTYPES, Refused, row, scalar
+
+
+def _static(v, what: str) -> tuple:
+    if not all(isinstance(d, int) for d in v.shape):
+        raise Refused("", f"input '{what}' needs a constant shape, got {list(v.shape)}")
+    return tuple(v.shape)
+
+
+def _as_int64(v, name: str):
+    """Integer indices as int64; float indices truncated toward zero (ONNX casts them)."""
+    return v if v.dtype == "int64" else transform.cast(v, "int64", name=name)
+
+
+def _wrap_negative(idx, size, name: str):
+    """idx + size where idx < 0 (an index counted from the end); `size` an int or a Value
+    broadcast against idx."""
+    neg = apply("less", [idx, 0], {}, f"{name}/neg")
+    return transform.where(neg, apply("add", [idx, size], {}, f"{name}/wrapped"), idx,
+                           name=name)
+
+
+def _one_hot(ins, attrs, opset, outs):
+    indices, values = ins[0], ins[2]
+    depth = scalar(ins[1], "depth")
+    if depth != int(depth) or depth < 1:
+        raise Refused("depth", f"depth must be a positive integer, got {depth}")
+    depth = int(depth)
+    if tuple(values.shape) != (2,):
+        raise Refused("values", f"values must be [off_value, on_value] (shape [2]), got "
+                                f"{list(values.shape)}")
+    rank = len(indices.shape)
+    axis = int(attrs.get("axis", -1))
+    if not -rank - 1 <= axis <= rank:
+        raise Refused("axis", f"axis {axis} is out of range for a rank-{rank + 1} output "
+                              f"(expected {-rank - 1} to {rank})")
+    axis %= rank + 1
+    idx = _wrap_negative(_as_int64(indices, f"{outs[0]}/idx"), depth, f"{outs[0]}/wrap")
+    idx = transform.unsqueeze(idx, [axis], name=f"{outs[0]}/unsq")
+    iota = np.arange(depth, dtype=np.int64).reshape(
+        [depth if k == axis else 1 for k in range(rank + 1)])
+    hot = apply("equal", [idx, builder.constant(iota, name=f"{outs[0]}/iota")], {},
+                f"{outs[0]}/hot")
+    off, on = (transform.reshape(transform.slice(values, [k], [k + 1], name=f"{outs[0]}/v{k}"),
+                                 (), name=f"{outs[0]}/s{k}") for k in (0, 1))
+    # out-of-range indices match no iota entry: all off_value, as onnxruntime gives
+    return [transform.where(hot, on, off, name=outs[0])]
+
+
+def _gather_nd(ins, attrs, opset, outs):
+    data, indices = ins[0], ins[1]
+    dshape, ishape = _static(data, "data"), _static(indices, "indices")
+    b = int(attrs.get("batch_dims", 0))
+    m = ishape[-1] if ishape else 0
+    if not ishape or b < 0 or b >= len(ishape) or m < 1 or b + m > len(dshape):
+        raise Refused("batch_dims", f"indices {list(ishape)} and batch_dims {b} do not index "
+                                    f"data {list(dshape)} (need 0 <= batch_dims < rank of "
+                                    f"indices and 1 <= last dim <= rank of data - batch_dims)")
+    if dshape[:b] != ishape[:b]:
+        raise Refused("batch_dims", f"the first {b} dims of data {list(dshape)} and indices "
+                                    f"{list(ishape)} differ")
+    name = outs[0]
+    idx = _as_int64(indices, f"{name}/idx")
+    indexed, rest = dshape[b:b + m], dshape[b + m:]
+    sizes = np.array(indexed, dtype=np.int64)
+    # every index wrapped from the end where negative, then one linear index per tuple
+    idx = _wrap_negative(idx, builder.constant(sizes, name=f"{name}/sizes"), f"{name}/wrap")
+    strides = np.array([math.prod(indexed[k + 1:]) for k in range(m)], dtype=np.int64)
+    scaled = apply("multiply", [idx, builder.constant(strides, name=f"{name}/strides")], {},
+                   f"{name}/scaled")
+    single = len(ishape) == 1     # one index tuple: a 1-element index, dropped at the end
+    lin = builder.REDUCE_FUNCTIONS["reduce_sum"](scaled, [len(ishape) - 1], single,
+                                                 name=f"{name}/lin")
+    batch = math.prod(dshape[:b])
+    if b:   # each batch's rows follow the previous batch's in the flattened data
+        first = (np.arange(batch, dtype=np.int64) * math.prod(indexed)).reshape(
+            (*ishape[:b], *[1] * (len(ishape) - 1 - b)))
+        lin = apply("add", [lin, builder.constant(first, name=f"{name}/batch")], {},
+                    f"{name}/lin_b")
+    flat = transform.reshape(data, (batch * math.prod(indexed), *rest), name=f"{name}/flat")
+    if not single:
+        return [transform.take(flat, lin, 0, name=name)]
+    return [transform.reshape(transform.take(flat, lin, 0, name=f"{name}/take"), rest,
+                              name=name)]
+
+
+def _eye_like(ins, attrs, opset, outs):
+    shape = _static(ins[0], "input")
+    if len(shape) != 2:
+        raise Refused("", f"input must be 2-d, got shape {list(shape)}")
+    code = attrs.get("dtype")
+    dtype = ins[0].dtype if code is None else DTYPES.get(int(code))
+    if dtype is None:
+        raise Refused("dtype", f"element type {code} is not supported")
+    eye = np.eye(shape[0], shape[1], int(attrs.get("k", 0)), dtype=dtype)
+    return [builder.constant(eye, name=outs[0])]
+
+
+INDEX_CONVERTERS = {
+    "OneHot": row(_one_hot, "axis"),
+    "GatherND": row(_gather_nd, "batch_dims"),
+    "EyeLike": row(_eye_like, "dtype", "k"),
+}
