@@ -146,9 +146,12 @@ def where(cond, lhs, rhs, name: str | None = None):
 
 def resize(x, shape, scales=None, method: str = "nearest",
            coordinate_mode: str = "half_pixel", nearest_mode: str = "round_prefer_floor",
-           name: str | None = None):
-    """x resized to `shape` by 'nearest' or 'linear' interpolation; `scales` (default
-    out / in per axis) enter the coordinate map as in ONNX Resize."""
+           name: str | None = None, cubic_a: float = -0.75, exclude_outside: bool = False,
+           roi=None, extrapolation_value: float = 0.0):
+    """x resized to `shape` by 'nearest', 'linear' or 'cubic' interpolation; `scales`
+    (default out / in per axis) enter the coordinate map as in ONNX Resize; `cubic_a`,
+    `exclude_outside` and, for coordinate_mode 'tf_crop_and_resize', `roi` ((start, end)
+    per axis) and `extrapolation_value` as ONNX's attributes and roi input."""
     shape = tuple(int(d) for d in shape)
     in_shape = _static_shape(x, "resize")
     if len(shape) != len(in_shape) or min(shape, default=1) < 1:
@@ -156,6 +159,13 @@ def resize(x, shape, scales=None, method: str = "nearest",
                          f"{shape}")
     scales = (tuple(o / i for o, i in zip(shape, in_shape)) if scales is None
               else tuple(float(s) for s in scales))
+    if coordinate_mode == "tf_crop_and_resize" and roi is None:
+        roi = [(0.0, 1.0)] * len(shape)
     return apply("resize", [x], {"shape": shape, "scales": scales, "method": method,
                                  "coordinate_mode": coordinate_mode,
-                                 "nearest_mode": nearest_mode}, name)
+                                 "nearest_mode": nearest_mode}
+                 | ({"cubic_a": float(cubic_a), "exclude_outside": bool(exclude_outside)}
+                    if method == "cubic" else {})
+                 | ({"roi": tuple((float(a), float(b)) for a, b in roi),
+                     "extrapolation_value": float(extrapolation_value)}
+                    if coordinate_mode == "tf_crop_and_resize" else {}), name)

@@ -132,19 +132,15 @@ def _gather(ins, attrs, opset, outs):
 
 def _resize(ins, attrs, opset, outs):
     x = ins[0]
-    method = only(attrs, "mode", ("nearest", "linear"), "nearest")
-    for name, default in (("antialias", 0), ("exclude_outside", 0)):
-        only(attrs, name, (default,), default)
-    only(attrs, "keep_aspect_ratio_policy", ("stretch",), "stretch")
-    if "axes" in attrs:
-        raise Refused("axes", "resizing a subset of axes is not supported")
+    method = only(attrs, "mode", ("nearest", "linear", "cubic"), "nearest")
+    only(attrs, "antialias", (0,), 0)
     if opset < 11:  # opset 10: Upsample's coordinates
         coordinate, nearest = "asymmetric", "floor"
         scales, sizes = const(ins[1], "scales"), None
     else:
         coordinate = only(attrs, "coordinate_transformation_mode",
-                          ("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"),
-                          "half_pixel")
+                          ("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners",
+                           "half_pixel_symmetric", "tf_crop_and_resize"), "half_pixel")
         nearest = only(attrs, "nearest_mode", ("round_prefer_floor", "round_prefer_ceil",
                                                "floor", "ceil"), "round_prefer_floor")
         given = [v for v in ins[2:4] if v is not None and (not v.is_constant or v.data.size)]
@@ -153,13 +149,71 @@ def _resize(ins, attrs, opset, outs):
         by_sizes = len(ins) > 3 and given[0] is ins[3]
         sizes = const(ins[3], "sizes") if by_sizes else None
         scales = None if by_sizes else const(ins[2], "scales")
-    if sizes is not None:
-        shape = [int(d) for d in sizes]
-        scales = [o / i for o, i in zip(shape, x.shape)]
+    shape, scales = _resize_shape(x.shape, attrs, scales, sizes)
+    roi = _resize_roi(x.shape, attrs, ins[1]) if coordinate == "tf_crop_and_resize" else None
+    return [transform.resize(x, shape, scales, method, coordinate, nearest, name=outs[0],
+                             cubic_a=float(attrs.get("cubic_coeff_a", -0.75)),
+                             exclude_outside=bool(attrs.get("exclude_outside", 0)), roi=roi,
+                             extrapolation_value=float(attrs.get("extrapolation_value", 0.0)))]
+
+
+def _resize_roi(in_shape, attrs, roi_input) -> list:
+    """tf_crop_and_resize's region as (start, end) per axis: the roi input holds the starts
+    then the ends of `axes` (every axis by default); the others keep (0, 1)."""
+    rank = len(in_shape)
+    axes = [int(a) % rank for a in attrs.get("axes", range(rank))]
+    data = [float(v) for v in np.asarray(const(roi_input, "roi")).reshape(-1)]
+    if len(data) != 2 * len(axes):
+        raise Refused("roi", f"roi must hold {2 * len(axes)} values (the starts, then the ends "
+                             f"of axes {axes}), got {len(data)}")
+    roi = [(0.0, 1.0)] * rank
+    for k, a in enumerate(axes):
+        roi[a] = (data[k], data[len(axes) + k])
+    return roi
+
+
+def _upsample(ins, attrs, opset, outs):
+    """Upsample (opsets 7 to 9; Resize since 10): scales as an attribute before opset 9,
+    an input from it; Resize-10's coordinates (asymmetric, nearest rounds down)."""
+    x = ins[0]
+    method = only(attrs, "mode", ("nearest", "linear"), "nearest")
+    if opset < 9:
+        scales = attrs.get("scales")
+        if scales is None:
+            raise Refused("scales", "Upsample before opset 9 needs the scales attribute")
     else:
-        scales = [float(s) for s in scales]
-        shape = [int(np.floor(i * s)) for i, s in zip(x.shape, scales)]
-    return [transform.resize(x, shape, scales, method, coordinate, nearest, name=outs[0])]
+        scales = const(ins[1], "scales")
+    shape, scales = _resize_shape(x.shape, {}, [float(s) for s in scales], None)
+    return [transform.resize(x, shape, scales, method, "asymmetric", "floor", name=outs[0])]
+
+
+def _resize_shape(in_shape, attrs, scales, sizes) -> tuple:
+    """(output shape, scales) over every axis from the scales or sizes given for `axes`
+    (every axis by default; the others keep their size and a scale of 1), with sizes
+    fitted to one scale by keep_aspect_ratio_policy as ONNX's reference does: the least
+    ('not_larger') or greatest ('not_smaller') of the axes' size ratios, each output size
+    that scale times the input size rounded half up."""
+    rank = len(in_shape)
+    axes = [int(a) % rank for a in attrs.get("axes", range(rank))]
+    given = [float(v) for v in (sizes if sizes is not None else scales)]
+    if len(given) != len(axes) or len(set(axes)) != len(axes):
+        raise Refused("axes", f"{'sizes' if sizes is not None else 'scales'} has {len(given)} "
+                              f"entries for axes {axes} of a rank-{rank} input")
+    policy = only(attrs, "keep_aspect_ratio_policy", ("stretch", "not_larger", "not_smaller"),
+                  "stretch")
+    shape, full = list(in_shape), [1.0] * rank
+    if sizes is None:
+        for a, s in zip(axes, given):
+            full[a], shape[a] = s, int(np.floor(in_shape[a] * s))
+        return shape, full
+    ratios = [s / in_shape[a] for a, s in zip(axes, given)]
+    if policy != "stretch":
+        scale = min(ratios) if policy == "not_larger" else max(ratios)
+        given = [int(scale * in_shape[a] + 0.5) for a in axes]
+        ratios = [scale] * len(axes)
+    for a, s, r in zip(axes, given, ratios):
+        shape[a], full[a] = int(s), r
+    return shape, full
 
 
 def _constant(ins, attrs, opset, outs):
@@ -221,6 +275,7 @@ LAYOUT_CONVERTERS = {
     "Resize": row(_resize, "mode", "coordinate_transformation_mode", "nearest_mode",
                   "cubic_coeff_a", "exclude_outside", "extrapolation_value", "antialias",
                   "axes", "keep_aspect_ratio_policy"),
+    "Upsample": row(_upsample, "mode", "scales"),
     "Tile": row(lambda ins, a, o, outs: [transform.tile(
         ins[0], [int(r) for r in const(ins[1], "repeats")], name=outs[0])]),
     "Reshape": row(_reshape, "allowzero"),

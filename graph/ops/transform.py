@@ -67,9 +67,12 @@ OPS = {op.name: op for op in (
           lambda ins, repeats: topi.tile(ins[0], repeats, name="tile"),
           doc="repeat along each axis (numpy.tile)"),
     OpDef("resize", Pattern.INJECTIVE,
-          lambda ins, shape, scales, method, coordinate_mode, nearest_mode: topi.resize(
-              ins[0], shape, scales, method, coordinate_mode, nearest_mode, name="resize"),
-          doc="nearest or linear resizing to a shape (ONNX Resize)"),
+          lambda ins, shape, scales, method, coordinate_mode, nearest_mode, cubic_a=-0.75,
+          exclude_outside=False, roi=None, extrapolation_value=0.0: topi.resize(
+              ins[0], shape, scales, method, coordinate_mode, nearest_mode, name="resize",
+              cubic_a=cubic_a, exclude_outside=exclude_outside, roi=roi,
+              extrapolation_value=extrapolation_value),
+          doc="nearest, linear or cubic resizing to a shape (ONNX Resize)"),
     OpDef("where", Pattern.BROADCAST,
           lambda ins: topi.where(ins[0], ins[1], ins[2], name="where"), (3, 3),
           doc="select by a condition, the three broadcast (numpy.where)"),

@@ -63,6 +63,31 @@ def run_both(model, feeds):
     return ours, ref
 
 
+def reference_outputs(model, feeds, onnx_reference: bool = False):
+    """onnxruntime's outputs; onnx's numpy reference (ReferenceEvaluator) where onnxruntime
+    has no kernel for the case's types, or with `onnx_reference`."""
+    from onnx.reference import ReferenceEvaluator
+    if onnx_reference:
+        return ReferenceEvaluator(model).run(None, feeds)
+    try:
+        sess = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001  (onnxruntime's NOT_IMPLEMENTED has no own type)
+        if "NOT_IMPLEMENTED" not in str(e):
+            raise
+        return ReferenceEvaluator(model).run(None, feeds)
+    return sess.run(None, feeds)
+
+
+def check_levels(model, feeds, rtol=1e-4, atol=1e-5, levels=("O0", "O1"),
+                 onnx_reference: bool = False):
+    """The model imported once, compiled at each level, against reference_outputs."""
+    ref = reference_outputs(model, feeds, onnx_reference)
+    g = graph.from_onnx(model)
+    for level in levels:
+        assert_close(graph.compile(g, level=level).run(feeds), ref, rtol, atol)
+
+
 def assert_close(ours, ref, rtol=1e-4, atol=1e-5):
     assert len(ours) == len(ref)
     for o, r in zip(ours, ref):

@@ -6,28 +6,9 @@ import numpy as np
 import pytest
 
 import graph
-from onnx_cases import RNG, Const, assert_close, make_model, ort, rand
+from onnx_cases import RNG, Const, check_levels, make_model, rand
 
 I64 = np.int64
-
-
-def _reference(model, feeds):
-    try:
-        sess = ort.InferenceSession(model.SerializeToString(),
-                                    providers=["CPUExecutionProvider"])
-    except Exception as e:  # noqa: BLE001  (onnxruntime's NOT_IMPLEMENTED has no own type)
-        if "NOT_IMPLEMENTED" not in str(e):
-            raise
-        from onnx.reference import ReferenceEvaluator
-        return ReferenceEvaluator(model).run(None, feeds)
-    return sess.run(None, feeds)
-
-
-def _check(model, feeds, rtol=1e-4, atol=1e-5):
-    ref = _reference(model, feeds)
-    g = graph.from_onnx(model)
-    for level in ("O0", "O1"):
-        assert_close(graph.compile(g, level=level).run(feeds), ref, rtol, atol)
 
 
 ONE_HOT = [
@@ -60,7 +41,7 @@ def test_one_hot_matches_onnxruntime(indices, depth, axis):
     depth = np.array([depth] if indices.dtype == I64 else depth, I64)
     model, feeds = make_model("OneHot", [indices, Const(depth),
                                          Const(values)], {"axis": axis}, 11, out_dtype=np.float32)
-    _check(model, feeds)
+    check_levels(model, feeds)
 
 
 def test_one_hot_values_may_be_an_input():
@@ -68,7 +49,7 @@ def test_one_hot_values_may_be_an_input():
                                          Const(np.array(4, I64)),
                                          np.array([0.5, -3.0], np.float32)], {}, 11,
                               out_dtype=np.float32)
-    _check(model, feeds)
+    check_levels(model, feeds)
 
 
 GATHER_ND = [
@@ -90,7 +71,7 @@ def test_gather_nd_matches_onnxruntime(dshape, ishape, batch):
     idx = RNG.integers(0, 1 << 20, ishape) % sizes
     idx = np.where(RNG.random(ishape) < 0.4, idx - sizes, idx).astype(I64)  # some negative
     model, feeds = make_model("GatherND", [data, idx], {"batch_dims": batch}, 13)
-    _check(model, feeds)
+    check_levels(model, feeds)
 
 
 @pytest.mark.parametrize("shape,k,dtype", [((4, 7), 0, None), ((6, 3), -2, 1),
@@ -99,7 +80,7 @@ def test_eye_like_matches_onnxruntime(shape, k, dtype):
     attrs = {"k": k} if dtype is None else {"k": k, "dtype": dtype}
     out = {None: np.float32, 1: np.float32, 7: I64}[dtype]
     model, feeds = make_model("EyeLike", [rand(*shape)], attrs, 9, out_dtype=out)
-    _check(model, feeds)
+    check_levels(model, feeds)
 
 
 LP_POOL = [
@@ -114,7 +95,7 @@ LP_POOL = [
 @pytest.mark.parametrize("shape,attrs", LP_POOL)
 def test_lp_pool_matches_onnxruntime(shape, attrs):
     model, feeds = make_model("LpPool", [rand(*shape)], attrs, 18)
-    _check(model, feeds, rtol=1e-4, atol=1e-5)
+    check_levels(model, feeds, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("axes", [None, [0, 2], [1, 3]])
@@ -122,7 +103,7 @@ def test_mean_variance_normalization_matches_onnxruntime(axes):
     attrs = {} if axes is None else {"axes": axes}
     model, feeds = make_model("MeanVarianceNormalization", [rand(3, 4, 5, 6) * 3 + 1],
                               attrs, 13)
-    _check(model, feeds, rtol=1e-4, atol=1e-4)
+    check_levels(model, feeds, rtol=1e-4, atol=1e-4)
 
 
 def _group_norm_reference(x, groups, scale, bias, eps):
