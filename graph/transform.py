@@ -147,11 +147,12 @@ def where(cond, lhs, rhs, name: str | None = None):
 def resize(x, shape, scales=None, method: str = "nearest",
            coordinate_mode: str = "half_pixel", nearest_mode: str = "round_prefer_floor",
            name: str | None = None, cubic_a: float = -0.75, exclude_outside: bool = False,
-           roi=None, extrapolation_value: float = 0.0):
+           roi=None, extrapolation_value: float = 0.0, antialias: bool = False):
     """x resized to `shape` by 'nearest', 'linear' or 'cubic' interpolation; `scales`
     (default out / in per axis) enter the coordinate map as in ONNX Resize; `cubic_a`,
     `exclude_outside` and, for coordinate_mode 'tf_crop_and_resize', `roi` ((start, end)
-    per axis) and `extrapolation_value` as ONNX's attributes and roi input."""
+    per axis) and `extrapolation_value`, and `antialias` (linear and cubic downsampling
+    through the filter widened by 1 / scale) as ONNX's attributes and roi input."""
     shape = tuple(int(d) for d in shape)
     in_shape = _static_shape(x, "resize")
     if len(shape) != len(in_shape) or min(shape, default=1) < 1:
@@ -168,4 +169,5 @@ def resize(x, shape, scales=None, method: str = "nearest",
                     if method == "cubic" else {})
                  | ({"roi": tuple((float(a), float(b)) for a, b in roi),
                      "extrapolation_value": float(extrapolation_value)}
-                    if coordinate_mode == "tf_crop_and_resize" else {}), name)
+                    if coordinate_mode == "tf_crop_and_resize" else {})
+                 | ({"antialias": True} if antialias and method != "nearest" else {}), name)

@@ -7,11 +7,17 @@ Imports numpy and graph's builder modules and graph.frontend.onnx_base.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import builder, transform
 from ..builder import apply
 from .onnx_base import Converter, Refused, const, only, row, scalar
+
+# input elements one antialiased Resize output may read: te's resize spells each out in
+# the output's expression (te.compute.ops.resize.MAX_FILTER_TERMS)
+MAX_RESIZE_TERMS = 1024
 
 # ---- layout --------------------------------------------------------------------------
 
@@ -133,7 +139,7 @@ def _gather(ins, attrs, opset, outs):
 def _resize(ins, attrs, opset, outs):
     x = ins[0]
     method = only(attrs, "mode", ("nearest", "linear", "cubic"), "nearest")
-    only(attrs, "antialias", (0,), 0)
+    antialias = bool(only(attrs, "antialias", (0, 1), 0))
     if opset < 11:  # opset 10: Upsample's coordinates
         coordinate, nearest = "asymmetric", "floor"
         scales, sizes = const(ins[1], "scales"), None
@@ -151,10 +157,18 @@ def _resize(ins, attrs, opset, outs):
         scales = None if by_sizes else const(ins[2], "scales")
     shape, scales = _resize_shape(x.shape, attrs, scales, sizes)
     roi = _resize_roi(x.shape, attrs, ins[1]) if coordinate == "tf_crop_and_resize" else None
+    if antialias and method != "nearest":
+        support = 2 if method == "cubic" else 1
+        terms = math.prod(2 * math.ceil(support / s) for s in scales if s < 1)
+        if terms > MAX_RESIZE_TERMS:
+            raise Refused("antialias", f"downsampling by scales {list(scales)} reads {terms} "
+                                       f"input elements per output (at most "
+                                       f"{MAX_RESIZE_TERMS})")
     return [transform.resize(x, shape, scales, method, coordinate, nearest, name=outs[0],
                              cubic_a=float(attrs.get("cubic_coeff_a", -0.75)),
                              exclude_outside=bool(attrs.get("exclude_outside", 0)), roi=roi,
-                             extrapolation_value=float(attrs.get("extrapolation_value", 0.0)))]
+                             extrapolation_value=float(attrs.get("extrapolation_value", 0.0)),
+                             antialias=antialias)]
 
 
 def _resize_roi(in_shape, attrs, roi_input) -> list:

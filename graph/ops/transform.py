@@ -68,10 +68,10 @@ OPS = {op.name: op for op in (
           doc="repeat along each axis (numpy.tile)"),
     OpDef("resize", Pattern.INJECTIVE,
           lambda ins, shape, scales, method, coordinate_mode, nearest_mode, cubic_a=-0.75,
-          exclude_outside=False, roi=None, extrapolation_value=0.0: topi.resize(
-              ins[0], shape, scales, method, coordinate_mode, nearest_mode, name="resize",
-              cubic_a=cubic_a, exclude_outside=exclude_outside, roi=roi,
-              extrapolation_value=extrapolation_value),
+          exclude_outside=False, roi=None, extrapolation_value=0.0, antialias=False:
+          topi.resize(ins[0], shape, scales, method, coordinate_mode, nearest_mode,
+                      name="resize", cubic_a=cubic_a, exclude_outside=exclude_outside,
+                      roi=roi, extrapolation_value=extrapolation_value, antialias=antialias),
           doc="nearest, linear or cubic resizing to a shape (ONNX Resize)"),
     OpDef("where", Pattern.BROADCAST,
           lambda ins: topi.where(ins[0], ins[1], ins[2], name="where"), (3, 3),

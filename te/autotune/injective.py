@@ -45,6 +45,11 @@ def place_producer(cfg, s, op, g) -> None:
 
 def _place_options(op, cons: dict) -> list:
     """The `.place` options of a producer, default first."""
+    if op.attrs.get("table"):
+        # a small table its compute marks as read by every output element (resize's filter
+        # taps and weights): computed once at root; inlined, each reader recomputes all of
+        # its expression
+        return ["root", "inline", "reader"]
     # read by several stages: inlining recomputes it in each (softmax's exp), so the
     # default computes it once per row of its reader instead
     if len(cons[op]) > 1:

@@ -59,6 +59,7 @@ def _graphs():
     L = te.placeholder((5, 24), name="L")
     G = te.placeholder((24,), name="G")
     Bt = te.placeholder((24,), name="Bt")
+    R = te.placeholder((1, 2, 5, 6), name="R")
     return {
         "elementwise": ew,
         "sum_scalar": ops.sum(V, axis=0, keepdims=True),
@@ -70,6 +71,9 @@ def _graphs():
         "avg_pool": ops.avg_pool2d(P, 2, stride=2),
         "softmax": ops.softmax(S),
         "layer_norm": ops.layer_norm(L, G, Bt),
+        # reads two tables per resized axis (filter taps and weights)
+        "resize_cubic": ops.resize(R, (1, 2, 9, 4), (1, 1, 1.8, 0.7), "cubic",
+                                   antialias=True, exclude_outside=True),
     }
 
 
@@ -97,6 +101,32 @@ def test_every_sampled_config_matches_unscheduled(name):
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4,
                                        err_msg=f"{name} config {cfg}")
+
+
+def test_tables_are_computed_at_root_by_default():
+    """Stages marked attrs['table'] (resize's taps and weights, read by every output
+    element) are computed once, not inlined into their reader."""
+    out = GRAPHS["resize_cubic"]
+    space = ConfigSpace()
+    auto_schedule(space, out)
+    tables = [op for op in _producers(out) if op.attrs.get("table")]
+    assert len(tables) == 4
+    for op in tables:
+        place = [k for k in space.knobs if k.endswith(".place") and op.name in k]
+        assert place and space.knobs[place[0]].options[0] == "root"
+    s, args = auto_schedule(space.default(), out)
+    assert all(s[op].attach_type != "inline" for op in tables)
+
+
+def _producers(out):
+    found, todo = [], [out.op]
+    while todo:
+        op = todo.pop()
+        if op in found or isinstance(op, PlaceholderOp):
+            continue
+        found.append(op)
+        todo.extend(t.op for t in op.input_tensors)
+    return found
 
 
 def test_space_is_static_and_replays_deterministically():

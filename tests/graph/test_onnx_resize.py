@@ -1,7 +1,7 @@
-"""Resize's cubic mode, half_pixel_symmetric and tf_crop_and_resize coordinates, `axes`,
-keep_aspect_ratio_policy, and Upsample, against onnxruntime at O0 and O1 (one-node models,
-random data, odd sizes, up- and downsampling); te's cubic resize against a numpy model of
-ONNX's reference on its own."""
+"""Resize's cubic mode, antialiasing, half_pixel_symmetric and tf_crop_and_resize
+coordinates, `axes`, keep_aspect_ratio_policy, and Upsample, against onnxruntime at O0 and
+O1 (one-node models, random data, odd sizes, up- and downsampling); te's cubic resize
+against a numpy model of ONNX's reference on its own."""
 import numpy as np
 import pytest
 
@@ -111,12 +111,30 @@ def test_te_cubic_resize_matches_a_numpy_model(out, a, exclude):
                                                    exclude), rtol=1e-5, atol=1e-5)
 
 
-def test_antialias_is_refused_at_import():
-    model, _ = make_model("Resize", [X, None, _scales(1, 1, 0.5, 0.5)],
-                          {"mode": "linear", "antialias": 1}, 18)
+ANTIALIAS = [
+    ((None, _scales(1, 1, 0.6, 0.45)), {"mode": "linear"}),
+    ((None, None, _sizes(2, 3, 4, 5)), {"mode": "cubic"}),
+    ((None, _scales(1, 1, 0.7, 1.6)), {"mode": "cubic", "exclude_outside": 1,
+                                       "cubic_coeff_a": -0.5}),   # one axis upsampled
+    ((None, _scales(1, 1, 0.3, 0.8)), {"mode": "linear",
+                                       "coordinate_transformation_mode": "asymmetric"}),
+]
+
+
+@pytest.mark.parametrize("extra,attrs", ANTIALIAS,
+                         ids=[f"{c[1]['mode']}-{k}" for k, c in enumerate(ANTIALIAS)])
+def test_antialiased_resize_matches_onnxruntime(extra, attrs):
+    model, feeds = make_model("Resize", [X, *extra], {**attrs, "antialias": 1}, 18)
+    check_levels(model, feeds, rtol=1e-4, atol=1e-4)
+
+
+def test_antialiasing_that_reads_too_much_is_refused_at_import():
+    model, _ = make_model("Resize", [rand(1, 1, 200, 200), None, _scales(1, 1, 0.02, 0.02)],
+                          {"mode": "cubic", "antialias": 1}, 18)
     with pytest.raises(graph.UnsupportedError,
-                       match=r"Resize, attribute 'antialias', node 'node0': value 1 not "
-                             r"supported \(supported: \[0\]\)"):
+                       match=r"Resize, attribute 'antialias', node 'node0': downsampling by "
+                             r"scales \[1.0, 1.0, 0.0199.*\] reads 40804 input elements per "
+                             r"output \(at most 1024\)"):
         graph.from_onnx(model)
 
 

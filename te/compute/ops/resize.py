@@ -9,6 +9,9 @@ Imports te.compute (api, tensor), te.errors and the sibling _util only.
 """
 from __future__ import annotations
 
+import itertools
+import math
+
 from ...errors import ShapeError
 from .. import api
 from ..tensor import Tensor
@@ -17,6 +20,9 @@ from ._util import check_tensor, fmt_shape, static_dim
 COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners",
                     "half_pixel_symmetric", "tf_crop_and_resize")
 METHODS = ("nearest", "linear", "cubic")
+# input elements one antialiased output may read: each is a term of the output's
+# expression (1024 compile in about half a minute)
+MAX_FILTER_TERMS = 1024
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
@@ -57,28 +63,83 @@ def _nearest(c, mode: str):
     return api.floor(c) if mode == "floor" else api.ceil(c)
 
 
-def _cubic_weights(t, a: float) -> list:
-    """Keys' cubic convolution weights of the taps at distances t + 1, t, 1 - t, 2 - t
-    from a coordinate t past its floor (ONNX's cubic_coeff_a = a)."""
-    def near(d):    # |d| <= 1
-        return ((a + 2) * d - (a + 3)) * d * d + 1.0
+def _tap_count(method: str, scale: float | None) -> int:
+    """Input elements one output reads along an axis: the filter's support (1 linear, 2
+    cubic) widened by 1 / scale where antialiasing a downsampling (scale < 1), each side."""
+    support = 2.0 if method == "cubic" else 1.0
+    return 2 * math.ceil(support / (scale if scale is not None else 1.0))
 
-    def far(d):     # 1 < |d| < 2
-        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
-    return [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
+
+def _filter_weight(d, method: str, a: float):
+    """The filter's weight at distance d >= 0: the triangle (linear) or Keys' cubic."""
+    if method == "linear":
+        return api.max(1.0 - d, 0.0)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1.0
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return api.if_then_else(d <= 1.0, near, api.if_then_else(d < 2.0, far, 0.0))
+
+
+def _balanced_sum(terms: list):
+    """The sum of `terms` as a balanced tree: a chain of a thousand adds is deeper than
+    the recursion of the passes that walk expressions."""
+    while len(terms) > 1:
+        terms = [terms[k] + terms[k + 1] if k + 1 < len(terms) else terms[k]
+                 for k in range(0, len(terms), 2)]
+    return terms[0]
+
+
+def _filter_tables(coord, size: int, out: int, method: str, scale, a: float,
+                   exclude_outside: bool, name: str) -> tuple:
+    """(index table, weight table, taps n) of one resized axis: for each output index o
+    and tap j, the input index (around floor(coord(o)), clamped to the edges, which
+    repeats the edge values) and its weight. `scale` None: cubic's 4 taps with Keys'
+    weights; else (antialiasing, scale <= 1) the filter stretched by 1 / scale over
+    _tap_count taps, its weights normalized to sum to 1 as ONNX's reference does.
+    exclude_outside: taps outside the input weigh nothing, the rest renormalized. Tables
+    (attrs 'table'), computed once per output index rather than in every output element:
+    spelled out there, 64 taps made an expression that took minutes to build."""
+    n = _tap_count(method, scale)
+
+    def tap(o, j):     # (unclamped input index, raw weight) of tap j (an int or a var)
+        c = coord(o)
+        low = api.floor(c)
+        index = low.astype("int32") + j + (1 - n // 2)
+        offset = (low - c) + (j + (1 - n // 2)).astype("float32") if not isinstance(j, int) \
+            else (low - c) + float(j + 1 - n // 2)
+        w = _filter_weight(api.abs(offset) * (scale if scale is not None else 1.0), method, a)
+        if exclude_outside:
+            w = api.if_then_else(api.all(index >= 0, index < size), w, 0.0)
+        return index, w
+
+    def weight(o, j):
+        w = tap(o, j)[1]
+        if scale is None and not exclude_outside:
+            return w    # Keys' weights sum to 1
+        total = tap(o, 0)[1]
+        for jj in range(1, n):
+            total = total + tap(o, jj)[1]
+        return w / total
+    attrs = {"table": True}
+    index = api.compute((out, n), lambda o, j: _clamp(tap(o, j)[0], size),
+                        name=f"{name}_taps", tag="injective", attrs=attrs)
+    weights = api.compute((out, n), weight, name=f"{name}_weights", tag="injective",
+                          attrs=attrs)
+    return index, weights, n
 
 
 def resize(x: Tensor, out_shape, scales, method: str = "nearest",
            coordinate_mode: str = "half_pixel", nearest_mode: str = "round_prefer_floor",
            name: str = "T_resize", cubic_a: float = -0.75,
            exclude_outside: bool = False, roi=None,
-           extrapolation_value: float = 0.0) -> Tensor:
+           extrapolation_value: float = 0.0, antialias: bool = False) -> Tensor:
     """x resized to `out_shape` (ints); scales[k] = out / in as the model gives it (it
     enters the coordinate map, as in ONNX). method 'nearest', 'linear' or 'cubic'
     (coefficient `cubic_a`; taps past the edge repeat the edge value, or with
     `exclude_outside` weigh nothing and the others are renormalized). coordinate_mode
     'tf_crop_and_resize' reads the region `roi` ((start, end) per axis, fractions of the
-    input's extent) and gives `extrapolation_value` where a coordinate leaves the input."""
+    input's extent) and gives `extrapolation_value` where a coordinate leaves the input.
+    `antialias` (linear, cubic): a downsampled axis reads the filter widened by 1 / scale,
+    as ONNX's antialias (at most MAX_FILTER_TERMS input elements per output)."""
     who = "resize"
     check_tensor(x, who, "x")
     dims = [static_dim(d) for d in x.shape]
@@ -128,31 +189,29 @@ def resize(x: Tensor, out_shape, scales, method: str = "nearest",
             total = term if total is None else total + term
         return total.astype(x.dtype)
 
-    def cubic(*i):
-        taps, weights = {}, {}
-        for k in axes:
-            c = coord(i[k], k)
-            low = api.floor(c)
-            ws = _cubic_weights(c - low, cubic_a)
-            index = [low.astype("int32") + (d - 1) for d in range(4)]
-            if exclude_outside:     # taps outside the input weigh nothing
-                ws = [api.if_then_else(api.all(j >= 0, j < dims[k]), w, 0.0)
-                      for j, w in zip(index, ws)]
-                total = ws[0] + ws[1] + ws[2] + ws[3]
-                ws = [w / total for w in ws]
-            taps[k] = [_clamp(j, dims[k]) for j in index]
-            weights[k] = ws
-        total = None
-        for combo in range(4 ** len(axes)):
+    def filtered(*i):
+        terms = []
+        for combo in itertools.product(*(range(tables[k][2]) for k in axes)):
             index, w = list(i), None
-            for n, k in enumerate(axes):
-                d = combo // 4 ** n % 4
-                index[k] = taps[k][d]
-                w = weights[k][d] if w is None else w * weights[k][d]
-            term = x(*index).astype("float32") * w
-            total = term if total is None else total + term
-        return total.astype(x.dtype)
-    fcompute = {"linear": linear, "cubic": cubic}.get(method, nearest) if axes else nearest
+            for j, k in zip(combo, axes):
+                taps, weights, _ = tables[k]
+                index[k] = taps[i[k], j]
+                w = weights[i[k], j] if w is None else w * weights[i[k], j]
+            terms.append(x(*index).astype("float32") * w)
+        return _balanced_sum(terms).astype(x.dtype)
+    filters = method == "cubic" or (antialias and method == "linear")
+    if antialias and filters:
+        terms = math.prod(_tap_count(method, min(scales[k], 1.0)) for k in axes)
+        if terms > MAX_FILTER_TERMS:
+            raise ShapeError(f"{who}: antialiased {method} resizing by scales "
+                             f"{tuple(scales)} reads {terms} input elements per output "
+                             f"(at most {MAX_FILTER_TERMS})")
+    tables = {k: _filter_tables(lambda o, k=k: coord(o, k), dims[k], out_shape[k], method,
+                                min(scales[k], 1.0) if antialias else None, cubic_a,
+                                exclude_outside, f"{name}_{k}")
+              for k in (axes if filters else ())}
+    fcompute = nearest if not axes else filtered if filters else \
+        linear if method == "linear" else nearest
     if crop and axes:
         interpolate = fcompute
 
