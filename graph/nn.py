@@ -57,19 +57,31 @@ def conv2d_transpose(data, weight, bias=None, strides=1, padding=0, dilation=1,
     return apply("conv2d_transpose", ins, attrs, name)
 
 
-def max_pool2d(data, kernel, strides=1, padding=0, name: str | None = None):
-    attrs = {"kernel": _ints(kernel, 2, "max_pool2d", "kernel", 1),
-             "strides": _ints(strides, 2, "max_pool2d", "strides", 1),
-             "padding": _padding(padding, "max_pool2d")}
-    return apply("max_pool2d", [data], attrs, name)
+def _pool_attrs(who: str, kernel, strides, padding, dilation) -> dict:
+    """A pool's attributes; 'dilation' only where it is not 1, so undilated pools keep the
+    attributes (node text, cache keys) they always had."""
+    attrs = {"kernel": _ints(kernel, 2, who, "kernel", 1),
+             "strides": _ints(strides, 2, who, "strides", 1),
+             "padding": _padding(padding, who)}
+    dil = _ints(dilation, 2, who, "dilation", 1)
+    if dil != (1, 1):
+        attrs["dilation"] = dil
+    return attrs
+
+
+def max_pool2d(data, kernel, strides=1, padding=0, dilation=1, name: str | None = None):
+    """Max pooling over NCHW; window tap (i, j) of output (y, x) reads padded input
+    (y * strides[0] + i * dilation[0], x * strides[1] + j * dilation[1])."""
+    return apply("max_pool2d", [data], _pool_attrs("max_pool2d", kernel, strides, padding,
+                                                   dilation), name)
 
 
 def avg_pool2d(data, kernel, strides=1, padding=0, count_include_pad: bool = False,
-               name: str | None = None):
-    attrs = {"kernel": _ints(kernel, 2, "avg_pool2d", "kernel", 1),
-             "strides": _ints(strides, 2, "avg_pool2d", "strides", 1),
-             "padding": _padding(padding, "avg_pool2d"),
-             "count_include_pad": bool(count_include_pad)}
+               dilation=1, name: str | None = None):
+    """Average pooling over NCHW, windows as max_pool2d's; the divisor is the window's taps
+    inside the input, or all of them with count_include_pad."""
+    attrs = _pool_attrs("avg_pool2d", kernel, strides, padding, dilation)
+    attrs["count_include_pad"] = bool(count_include_pad)
     return apply("avg_pool2d", [data], attrs, name)
 
 

@@ -154,11 +154,17 @@ def _conv_transpose(ins, attrs, opset, outs):
                                 int(attrs.get("group", 1)), name=outs[0])]
 
 
-def _ceil_pads(x, kernel, strides, pads) -> tuple:
+def _extents(kernel, dil) -> tuple:
+    """Each axis's window span: (k - 1) * d + 1 for k taps dilated by d."""
+    return tuple((k - 1) * d + 1 for k, d in zip(kernel, dil))
+
+
+def _ceil_pads(x, kernel, strides, pads, dil=(1, 1)) -> tuple:
     """Extra end padding that makes a floor-mode window count equal ceil mode's, for
-    windows that start inside the (begin-padded) input."""
+    windows that start inside the (begin-padded) input; windows span the dilated extent."""
     extra = []
-    for size, k, s, b, e in zip(x.shape[2:], kernel, strides, pads[:2], pads[2:]):
+    for size, k, s, b, e in zip(x.shape[2:], _extents(kernel, dil), strides, pads[:2],
+                                pads[2:]):
         span = size + b + e - k
         out = -(-span // s) + 1
         if (out - 1) * s >= size + b:  # the last window would start in the end padding
@@ -167,22 +173,42 @@ def _ceil_pads(x, kernel, strides, pads) -> tuple:
     return (pads[0], pads[1], pads[2] + extra[0], pads[3] + extra[1])
 
 
+def _include_pad_scale(x, kernel, strides, pads, dil, out_hw, name: str):
+    """count_include_pad with ceil_mode: the onnx reference and onnxruntime count a window's
+    taps up to the end of the given padding, not those in ceil mode's extra padding past it.
+    The average over all k taps times k / counted, per output: a constant (1, 1, OH, OW)."""
+    counts = []
+    for size, k, s, b, e, d, n in zip(x.shape[2:], kernel, strides, pads[:2], pads[2:], dil,
+                                      out_hw):
+        if not all(isinstance(v, int) for v in (size, n)):
+            raise Refused("ceil_mode", "ceil_mode with count_include_pad needs a constant "
+                                       "input size")
+        # taps o * s + t * d (padded index) counted while below size + b + e
+        counts.append(np.minimum(k, -(-(size + b + e - np.arange(n) * s) // d)))
+    scale = kernel[0] * kernel[1] / np.outer(counts[0], counts[1])
+    return builder.constant(scale.reshape((1, 1) + scale.shape).astype(x.dtype), name=name)
+
+
 def _pool(kind: str):
     def fn(ins, attrs, opset, outs):
         kernel = tuple(attrs["kernel_shape"])
-        if any(d != 1 for d in attrs.get("dilations", (1, 1))):
-            raise Refused("dilations", "pooling with dilation is not supported")
         if attrs.get("storage_order", 0):
             raise Refused("storage_order", "only row-major storage_order=0 is supported")
-        strides, _, pads = _spatial(ins[0], attrs, kind, kernel)
+        strides, dil, pads = _spatial(ins[0], attrs, kind, kernel)
         include = bool(attrs.get("count_include_pad", 0))
-        if attrs.get("ceil_mode", 0):
-            if include:
-                raise Refused("ceil_mode", "ceil_mode with count_include_pad is not supported")
-            pads = _ceil_pads(ins[0], kernel, strides, pads)
+        ceil_pads = _ceil_pads(ins[0], kernel, strides, pads, dil) \
+            if attrs.get("ceil_mode", 0) else pads
         if kind == "MaxPool":
-            return [nn.max_pool2d(ins[0], kernel, strides, pads, name=outs[0])]
-        return [nn.avg_pool2d(ins[0], kernel, strides, pads, include, name=outs[0])]
+            return [nn.max_pool2d(ins[0], kernel, strides, ceil_pads, dil, name=outs[0])]
+        if not include or ceil_pads == pads:
+            return [nn.avg_pool2d(ins[0], kernel, strides, ceil_pads, include, dil,
+                                  name=outs[0])]
+        # the last windows run past the given padding into ceil mode's extra padding
+        mean = nn.avg_pool2d(ins[0], kernel, strides, ceil_pads, True, dil,
+                             name=f"{outs[0]}/all")
+        scale = _include_pad_scale(ins[0], kernel, strides, pads, dil, mean.shape[2:],
+                                   f"{outs[0]}/scale")
+        return [apply("multiply", [mean, scale], {}, outs[0])]
     return fn
 
 
@@ -190,19 +216,17 @@ def _lp_pool(ins, attrs, opset, outs):
     """(sum of |x|^p over each window)^(1/p): the window sums as an average pool counting
     the zero padding, times the window's size (padding adds nothing to a sum)."""
     x, kernel = ins[0], tuple(attrs["kernel_shape"])
-    if any(d != 1 for d in attrs.get("dilations", (1, 1))):
-        raise Refused("dilations", "pooling with dilation is not supported")
     p = float(attrs.get("p", 2))
     if p <= 0:
         raise Refused("p", f"p must be positive, got {p}")
-    strides, _, pads = _spatial(x, attrs, "LpPool", kernel)
+    strides, dil, pads = _spatial(x, attrs, "LpPool", kernel)
     if attrs.get("ceil_mode", 0):
-        pads = _ceil_pads(x, kernel, strides, pads)
+        pads = _ceil_pads(x, kernel, strides, pads, dil)
     name = outs[0]
     a = apply("abs", [x], {}, f"{name}/abs")
     powered = apply("multiply", [a, a], {}, f"{name}/pow") if p == 2 else \
         apply("power", [a, p], {}, f"{name}/pow")
-    mean = nn.avg_pool2d(powered, kernel, strides, pads, True, name=f"{name}/mean")
+    mean = nn.avg_pool2d(powered, kernel, strides, pads, True, dil, name=f"{name}/mean")
     sums = apply("multiply", [mean, float(kernel[0] * kernel[1])], {}, f"{name}/sum")
     if p == 2:
         return [apply("sqrt", [sums], {}, name)]

@@ -55,15 +55,17 @@ def _static(t) -> bool:
 
 
 # pools of constant shapes read a phase-split padded input (te.autotune.schedule_pool2d's
-# form); symbolic ones the plain compute, which the 'pool' family leaves to 'auto'
-def max_pool2d(ins, kernel, strides, padding):
+# form); symbolic ones the plain compute, which the 'pool' family leaves to 'auto'. A
+# dilation (an attribute only where it is not 1) spaces the window's taps in either.
+def max_pool2d(ins, kernel, strides, padding, dilation=(1, 1)):
     pool = topi.max_pool2d_phased if _static(ins[0]) else topi.max_pool2d
-    return pool(ins[0], kernel, strides, padding, name="max_pool2d")
+    return pool(ins[0], kernel, strides, padding, dilation, name="max_pool2d")
 
 
-def avg_pool2d(ins, kernel, strides, padding, count_include_pad):
+def avg_pool2d(ins, kernel, strides, padding, count_include_pad, dilation=(1, 1)):
     pool = topi.avg_pool2d_phased if _static(ins[0]) else topi.avg_pool2d
-    return pool(ins[0], kernel, strides, padding, count_include_pad, name="avg_pool2d")
+    return pool(ins[0], kernel, strides, padding, count_include_pad, dilation,
+                name="avg_pool2d")
 
 
 def batch_norm(ins, epsilon):

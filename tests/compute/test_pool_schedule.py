@@ -5,7 +5,7 @@ on random data with negative values: odd sizes, rows wider than MAX_ROW_VECTORS,
 to 5 above and below the kernel, symmetric, asymmetric and ceil_mode padding, kernels larger
 than the input, max windows as a tree of maxima and as a reduction, rows of more taps than
 a tree takes, NaN propagation, count_include_pad, batch 2, alone and with an
-elementwise epilogue chain, at both vector widths."""
+elementwise epilogue chain, at both vector widths; dilated windows in each form."""
 import importlib
 
 import numpy as np
@@ -18,23 +18,24 @@ from te.compute import ops
 from te.errors import ArgumentError, ShapeError
 
 
-def pool_ref(x, kind, k, stride, pads, count_include_pad=False):
-    (kh, kw), (sh, sw), (t, left, b, r) = k, stride, pads
+def pool_ref(x, kind, k, stride, pads, count_include_pad=False, dilation=(1, 1)):
+    (kh, kw), (sh, sw), (t, left, b, r), (dh, dw) = k, stride, pads, dilation
+    eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1   # the dilated window's extent
     n, c, h, w = x.shape
     fill = -np.inf if kind == "max" else 0.0
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (t, b), (left, r)),
                 constant_values=fill)
     ones = np.pad(np.ones((h, w)), ((t, b), (left, r)))
-    oh, ow = (h + t + b - kh) // sh + 1, (w + left + r - kw) // sw + 1
+    oh, ow = (h + t + b - eh) // sh + 1, (w + left + r - ew) // sw + 1
     out = np.empty((n, c, oh, ow))
     for y in range(oh):
         for i in range(ow):
-            win = xp[:, :, y * sh:y * sh + kh, i * sw:i * sw + kw]
+            rows, cols = slice(y * sh, y * sh + eh, dh), slice(i * sw, i * sw + ew, dw)
+            win = xp[:, :, rows, cols]
             if kind == "max":
                 out[:, :, y, i] = win.max(axis=(2, 3))
             else:
-                area = kh * kw if count_include_pad else ones[y * sh:y * sh + kh,
-                                                              i * sw:i * sw + kw].sum()
+                area = kh * kw if count_include_pad else ones[rows, cols].sum()
                 out[:, :, y, i] = win.sum(axis=(2, 3)) / area
     return out
 
@@ -59,12 +60,13 @@ CASES = [
 ]
 
 
-def _build(x, kind, k, stride, pads, epilogue, count_include_pad=False, target="llvm"):
+def _build(x, kind, k, stride, pads, epilogue, count_include_pad=False, target="llvm",
+           dilation=1):
     X = te.placeholder(x.shape, name="X")
     if kind == "max":
-        pool = ops.max_pool2d_phased(X, k, stride, pads)
+        pool = ops.max_pool2d_phased(X, k, stride, pads, dilation)
     else:
-        pool = ops.avg_pool2d_phased(X, k, stride, pads, count_include_pad)
+        pool = ops.avg_pool2d_phased(X, k, stride, pads, count_include_pad, dilation)
     out = pool
     if epilogue:
         scaled = te.compute(pool.shape, lambda *i: pool(*i) * 2.0, name="scaled")
@@ -87,6 +89,46 @@ def test_pool_schedule_matches_numpy(case, kind, epilogue):
     if epilogue:
         want = np.maximum(want * 2.0 - 0.5, 0.0)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# (shape, kernel, stride, padding, dilation): each form of the window with dilated taps
+DILATED = [
+    ((1, 3, 13, 17), (3, 3), (1, 1), (1, 1, 1, 1), (2, 2)),    # rows first over a pad copy
+    ((2, 2, 12, 15), (2, 3), (2, 1), (0, 0, 0, 0), (2, 3)),    # rows first over the input
+    ((1, 3, 11, 19), (3, 2), (1, 2), (2, 1, 0, 2), (1, 3)),    # asymmetric padding
+    ((1, 2, 15, 41), (3, 3), (2, 5), (1, 1, 2, 2), (2, 3)),    # stride 5 along x: phase-split
+    ((1, 2, 16, 40), (2, 3), (3, 6), (1, 2, 1, 2), (3, 2)),    # phases the dilation picks
+    ((1, 2, 23, 61), (6, 6), (5, 6), (0, 0, 0, 0), (2, 2)),    # 36 taps: a reduction
+    ((1, 2, 4, 70), (1, 27), (1, 1), (0, 0, 0, 3), (1, 2)),    # 27 taps a row: not rows first
+    ((1, 2, 5, 6), (3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),      # windows mostly padding
+]
+
+
+@pytest.mark.parametrize("epilogue", [False, True])
+@pytest.mark.parametrize("kind", ["max", "avg", "avg_include_pad"])
+@pytest.mark.parametrize("case", DILATED, ids=lambda c: "-".join(map(str, c)).replace(" ", ""))
+def test_dilated_pool_schedule_matches_numpy(case, kind, epilogue):
+    shape, k, stride, pads, dilation = case
+    x = np.random.default_rng(11).standard_normal(shape).astype(np.float32)
+    include = kind == "avg_include_pad"
+    got = _build(x, kind[:3], k, stride, pads, epilogue, include, dilation=dilation)
+    want = pool_ref(x, kind[:3], k, stride, pads, include, dilation)
+    if epilogue:
+        want = np.maximum(want * 2.0 - 0.5, 0.0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_dilated_pools_refuse_windows_of_only_padding():
+    X = te.placeholder((1, 2, 2, 9), name="X")
+    with pytest.raises(ShapeError, match=r"max_pool2d: with dilation 3 along the height, "
+                                         r"output 0's window \(taps -1 \+ 3 \* k, k < 2\) "
+                                         r"reads only padding of an input of size 2"):
+        ops.max_pool2d_phased(X, (2, 1), 1, (1, 0, 1, 0), (3, 1))
+    with pytest.raises(ShapeError, match=r"avg_pool2d: padding must be smaller than the "
+                                         r"kernel on each side .* with dilation \(1, 2\)"):
+        ops.avg_pool2d_phased(X, 2, 1, (0, 3, 0, 0), dilation=(1, 2))
+    with pytest.raises(ShapeError, match=r"max_pool2d: dilation must be >= 1, got 0"):
+        ops.max_pool2d_phased(X, 2, 1, 0, dilation=0)
 
 
 def test_phased_pools_keep_the_plain_pools_checks_and_need_constant_shapes():

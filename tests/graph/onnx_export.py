@@ -114,12 +114,17 @@ class _Exporter:
 
     def _max_pool2d(self, n, ins, outs, a):
         self.node("MaxPool", ins, outs, n.name, kernel_shape=list(a["kernel"]),
-                  strides=list(a["strides"]), pads=list(a["padding"]))
+                  strides=list(a["strides"]), pads=list(a["padding"]), **_dilations(a))
 
     def _avg_pool2d(self, n, ins, outs, a):
         self.node("AveragePool", ins, outs, n.name, kernel_shape=list(a["kernel"]),
                   strides=list(a["strides"]), pads=list(a["padding"]),
-                  count_include_pad=int(a["count_include_pad"]))
+                  count_include_pad=int(a["count_include_pad"]), **_dilations(a))
+
+
+def _dilations(a) -> dict:
+    """A pool's dilations attribute, where its node has one (only when it is not 1)."""
+    return {"dilations": list(a["dilation"])} if "dilation" in a else {}
 
 
 def _info(v):

@@ -42,9 +42,9 @@ def test_every_case_of_a_listed_op_passes_or_is_refused(listed_results):
 
 def test_refusals_name_what_is_unsupported(listed_results):
     refused = {r.case.name: r.detail for r in listed_results if r.status == "refused"}
-    assert refused["test_maxpool_2d_dilations"] == (
-        "MaxPool, attribute 'dilations', node 'MaxPool#0': pooling with dilation is not "
-        "supported")
+    assert refused["test_maxpool_3d_dilations"] == (
+        "MaxPool, attribute 'kernel_shape', node 'MaxPool#0': only 2-d MaxPool (4-d NCHW "
+        "input) is supported, got a 5-d input")
     assert refused["test_reduce_sum_empty_set"] == (
         "ReduceSum, node 'ReduceSum#0': reduce_sum 'reduced': 'data' is a zero-size (empty) "
         "tensor; ops on empty tensors are not supported")

@@ -29,7 +29,7 @@ def test_every_unsupported_op_and_attribute_is_listed_in_one_error():
         helper.make_node("Relu", ["x"], ["a"], name="ok"),
         helper.make_node("NonZero", ["a"], ["b"], name="nz1"),
         helper.make_node("MaxPool", ["x4"], ["c"], name="pool1", kernel_shape=[2, 2],
-                         dilations=[2, 2]),
+                         storage_order=1),
         helper.make_node("Relu", ["a"], ["d"], name="relu_bad", frobnicate=3),
         helper.make_node("Reshape", ["a", "dyn_shape"], ["e"], name="reshape1"),
         helper.make_node("Pad", ["x4"], ["f"], name="pad1", mode="reflect", pads=[0] * 8),
@@ -44,8 +44,8 @@ def test_every_unsupported_op_and_attribute_is_listed_in_one_error():
         "from_onnx: the model uses 5 unsupported op(s) or attribute(s):",
         "  NonZero, node 'nz1': op not supported",
         "  Relu, attribute 'frobnicate', node 'relu_bad': attribute not supported",
-        "  MaxPool, attribute 'dilations', node 'pool1': pooling with dilation is not "
-        "supported",
+        "  MaxPool, attribute 'storage_order', node 'pool1': only row-major storage_order=0 "
+        "is supported",
         "  Reshape, attribute 'shape', node 'reshape1': input 'shape' must be a constant (an "
         "initializer or a Constant node)",
         "  Pad, attribute 'mode', node 'pad1': value 'reflect' not supported (supported: "

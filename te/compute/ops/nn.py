@@ -167,57 +167,99 @@ def depthwise_conv2d_nchw(data: Tensor, kernel: Tensor, stride=1, padding=0, dil
     return api.compute((N, C * m, OH, OW), fcompute, name=name, tag="depthwise_conv2d_nchw")
 
 
-def _pool_args(data, kernel, stride, padding, who):
+def _pool_args(data, kernel, stride, padding, who, dilation=1):
+    """((kh, kw), (sh, sw), (dh, dw), pads, out shape); window tap k along an axis reads
+    padded index out * stride + k * dilation."""
     check_tensor(data, who, "data", ndim=4)
     kh, kw = int_tuple(kernel, 2, who, "kernel", minimum=1)
     sh, sw = int_tuple(stride, 2, who, "stride", minimum=1)
+    dh, dw = int_tuple(dilation, 2, who, "dilation", minimum=1)
     pads = pad_tuple(padding, who)
-    if pads[0] >= kh or pads[2] >= kh or pads[1] >= kw or pads[3] >= kw:
+    eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1   # the window's extent (kh, kw undilated)
+    if pads[0] >= eh or pads[2] >= eh or pads[1] >= ew or pads[3] >= ew:
+        dilated = "" if (dh, dw) == (1, 1) else f" with dilation {(dh, dw)}"
         raise ShapeError(f"{who}: padding must be smaller than the kernel on each side (a "
                          f"window of only padding has no value), got padding {padding!r} "
-                         f"for kernel {(kh, kw)}")
+                         f"for kernel {(kh, kw)}{dilated}")
     N, C, H, W = data.shape
-    OH = _window(H, kh, sh, 1, pads[0], pads[2], who, "kernel height")
-    OW = _window(W, kw, sw, 1, pads[1], pads[3], who, "kernel width")
-    return (kh, kw), (sh, sw), pads, (N, C, OH, OW)
+    OH = _window(H, kh, sh, dh, pads[0], pads[2], who, "kernel height")
+    OW = _window(W, kw, sw, dw, pads[1], pads[3], who, "kernel width")
+    if dh > 1:
+        _check_dilated_taps(H, OH, kh, sh, dh, pads[0], who, "height")
+    if dw > 1:
+        _check_dilated_taps(W, OW, kw, sw, dw, pads[1], who, "width")
+    return (kh, kw), (sh, sw), (dh, dw), pads, (N, C, OH, OW)
 
 
-def max_pool2d(data: Tensor, kernel, stride=1, padding=0, name: str = "T_max_pool2d"
-               ) -> Tensor:
-    """Max pooling over NCHW; padding reads as the dtype's lowest value (stage 'pad_temp')."""
-    (kh, kw), (sh, sw), pads, shape = _pool_args(data, kernel, stride, padding, "max_pool2d")
+def _check_dilated_taps(size, out, k: int, stride: int, dilation: int, before: int, who: str,
+                        what: str):
+    """With dilation a window's taps can step over a small input, leaving a window of only
+    padding (no value) even where the padding is smaller than the kernel: refused where the
+    size is constant."""
+    n, o = static_dim(size), static_dim(out)
+    if n is None or o is None:
+        return
+    for y in range(o):
+        start = y * stride - before
+        first = max(0, -(start // dilation))   # the first tap at or past index 0
+        if first >= k or start + first * dilation >= n:
+            raise ShapeError(f"{who}: with dilation {dilation} along the {what}, output "
+                             f"{y}'s window (taps {start} + {dilation} * k, k < {k}) reads "
+                             f"only padding of an input of size {n}")
+
+
+def _pool_count(o, stride: int, k: int, dilation: int, before: int, size):
+    """How many of an output's k taps along one axis fall inside the input (0 <= o * stride
+    - before + tap * dilation < size): the divisor of an average without the padding."""
+    start = o * stride - before
+    if dilation == 1:
+        return api.min(start + k, size) - api.max(start, 0)
+    first = api.max((dilation - 1 - start) // dilation, 0)
+    last = api.min((size - 1 - start) // dilation, k - 1)
+    return last - first + 1
+
+
+def _tap(r, dilation: int):
+    """A window tap's offset from the window's start (r: an int or a reduce axis)."""
+    return r if dilation == 1 else r * dilation
+
+
+def max_pool2d(data: Tensor, kernel, stride=1, padding=0, dilation=1,
+               name: str = "T_max_pool2d") -> Tensor:
+    """Max pooling over NCHW; padding reads as the dtype's lowest value (stage 'pad_temp').
+    Tap (ry, rx) of output (y, x) reads padded[y * sh + ry * dh, x * sw + rx * dw]."""
+    (kh, kw), (sh, sw), (dh, dw), pads, shape = _pool_args(data, kernel, stride, padding,
+                                                           "max_pool2d", dilation)
     padded = _pad_nchw(data, pads, api.min_value(data.dtype), "pad_temp")
     ry = api.reduce_axis((0, kh), "ry")
     rx = api.reduce_axis((0, kw), "rx")
     return api.compute(shape, lambda n, c, y, x: api.max(
-        padded[n, c, y * sh + ry, x * sw + rx], axis=[ry, rx]), name=name, tag="pool_max")
+        padded[n, c, y * sh + _tap(ry, dh), x * sw + _tap(rx, dw)], axis=[ry, rx]),
+        name=name, tag="pool_max")
 
 
 def avg_pool2d(data: Tensor, kernel, stride=1, padding=0, count_include_pad: bool = False,
-               name: str = "T_avg_pool2d") -> Tensor:
+               dilation=1, name: str = "T_avg_pool2d") -> Tensor:
     """Average pooling over NCHW (floats). By default padding is excluded from the count, as
-    onnx AveragePool count_include_pad=0 and torch count_include_pad=False; stages
-    'pad_temp' (zeros), 'pool_sum' and the division."""
+    onnx AveragePool count_include_pad=0 and torch count_include_pad=False: the divisor is
+    the number of taps inside the input; with count_include_pad all kh * kw. Taps as
+    max_pool2d's; stages 'pad_temp' (zeros), 'pool_sum' and the division."""
     who = "avg_pool2d"
-    (kh, kw), (sh, sw), pads, shape = _pool_args(data, kernel, stride, padding, who)
+    (kh, kw), (sh, sw), (dh, dw), pads, shape = _pool_args(data, kernel, stride, padding,
+                                                           who, dilation)
     check_float(data, who, "data")
     padded = _pad_nchw(data, pads, 0, "pad_temp")
     ry = api.reduce_axis((0, kh), "ry")
     rx = api.reduce_axis((0, kw), "rx")
     total = api.compute(shape, lambda n, c, y, x: api.sum(
-        padded[n, c, y * sh + ry, x * sw + rx], axis=[ry, rx]), name="pool_sum",
-        tag="pool_sum")
+        padded[n, c, y * sh + _tap(ry, dh), x * sw + _tap(rx, dw)], axis=[ry, rx]),
+        name="pool_sum", tag="pool_sum")
     H, W = data.shape[2], data.shape[3]
-
-    def count(o, stride_, k, before, size):
-        start = o * stride_ - before
-        end = api.min(start + k, size)
-        return end - api.max(start, 0)
 
     def fcompute(n, c, y, x):
         if count_include_pad or not any(pads):
             return total[n, c, y, x] / float(kh * kw)
-        area = count(y, sh, kh, pads[0], H) * count(x, sw, kw, pads[1], W)
+        area = _pool_count(y, sh, kh, dh, pads[0], H) * _pool_count(x, sw, kw, dw, pads[1], W)
         return total[n, c, y, x] / area.astype(data.dtype)
     return api.compute(shape, fcompute, name=name, tag="elemwise")
 
