@@ -2,11 +2,12 @@
 
 Re-exports only: the compute API, schedules, lowering and building.
 """
-from .compute.api import (abs, acos, acosh, all, any, asin, asinh, atan, atanh, call_extern,
-                          ceil, comm_reducer, compute, const, cos, cosh, erf, exp, exp2, floor,
-                          floordiv, floormod, fmod, if_then_else, indexdiv, indexmod, log, log2,
-                          log10, logical_and, logical_not, logical_or, max, max_value, min,
-                          min_value, placeholder, power, reduce_axis, round, rsqrt, sigmoid,
+from .compute.api import (abs, acos, acosh, all, any, asin, asinh, atan, atanh, bitwise_and,
+                          bitwise_not, bitwise_or, bitwise_xor, call_extern, ceil, comm_reducer,
+                          compute, const, cos, cosh, erf, exp, exp2, floor, floordiv, floormod,
+                          fmod, if_then_else, indexdiv, indexmod, log, log2, log10, logical_and,
+                          logical_not, logical_or, max, max_value, min, min_value, placeholder,
+                          power, reduce_axis, round, rsqrt, shift_left, shift_right, sigmoid,
                           sin, sinh, size_var, sqrt, sum, tan, tanh, thread_axis, trunc,
                           truncdiv, truncmod, var)
 from .compute.expr import Expr, Var, structural_equal

@@ -1,6 +1,6 @@
 """ONNX converters of arithmetic where dtype decides the op (Div, Mod, Pow), casts
-(CastLike), comparisons and logic beyond the basic ones, the math functions te reaches
-through libm, and the constant-valued Size and Range.
+(CastLike), comparisons and logic beyond the basic ones, the bitwise ops (opset 18), the
+math functions te reaches through libm, and the constant-valued Size and Range.
 
 Imports numpy, graph's builder and transform modules and graph.frontend.onnx_base.
 """
@@ -37,6 +37,18 @@ def legacy_broadcast(ins, attrs, opset, name: str):
 def _binary(op: str):
     """A two-input ONNX op onto one broadcasting table op."""
     def fn(ins, attrs, opset, outs):
+        return [apply(op, ins[:2], {}, outs[0])]
+    return Converter(fn, frozenset())
+
+
+def _bitwise(op: str, onnx_op: str):
+    """BitwiseAnd/Or/Xor (two inputs, numpy broadcasting) and BitwiseNot (one) onto te's
+    bitwise operators: integer tensors only, as the spec's type constraint says."""
+    def fn(ins, attrs, opset, outs):
+        for x in ins:
+            if not _is_int(x.dtype):
+                raise Refused("", f"{onnx_op} of dtype {x.dtype} is not supported (integer "
+                                  f"tensors only)")
         return [apply(op, ins[:2], {}, outs[0])]
     return Converter(fn, frozenset())
 
@@ -144,6 +156,10 @@ MATH_CONVERTERS = {
     "GreaterOrEqual": _binary("greater_equal"),
     "LessOrEqual": _binary("less_equal"),
     "Xor": _binary("logical_xor"),
+    "BitwiseAnd": _bitwise("bitwise_and", "BitwiseAnd"),
+    "BitwiseOr": _bitwise("bitwise_or", "BitwiseOr"),
+    "BitwiseXor": _bitwise("bitwise_xor", "BitwiseXor"),
+    "BitwiseNot": _bitwise("bitwise_not", "BitwiseNot"),
     "Round": _unary("round"),
     "Sin": _unary("sin"),
     "Cos": _unary("cos"),

@@ -44,21 +44,16 @@ LIBM_UNARY = ("acos", "asin", "atan", "acosh", "asinh", "atanh", "cosh", "sinh",
 
 
 def _shift(a, b, left: bool):
-    """a << b or a >> b (arithmetic for signed a) as a product or floor quotient by 2**b in
-    64 bits (2**b exact in float64), cast back to a's dtype (the wrap of a left shift). A
-    shift by the width or more, or by a negative amount, moves every bit out: 0, or the
-    sign (-1 or 0) for a signed right shift, which dividing by 2**min(width, 63) gives."""
-    bits = int("".join(c for c in a.dtype if c.isdigit()))
-    signed = not a.dtype.startswith("uint")
-    wide = a.astype("int64" if signed else "uint64")
-    s = b.astype("int64")
-    out_of_range = te.logical_or(s < te.const(0, "int64"), s >= te.const(bits, "int64"))
-    s = te.if_then_else(out_of_range, te.const(min(bits, 63), "int64"), s)
-    p = te.power(te.const(2.0, "float64"), s.astype("float64")).astype(wide.dtype)
-    if not left and signed:
-        return te.floordiv(wide, p).astype(a.dtype)
-    r = (wide * p if left else te.floordiv(wide, p)).astype(a.dtype)
-    return te.if_then_else(out_of_range, te.const(0, a.dtype), r)
+    """a << b or a >> b (arithmetic for signed a) in a's dtype, te's shifts: a shift by the
+    width or more, or by a negative amount, moves every bit out: 0, or the sign (-1 or 0)
+    for a signed right shift (numpy's answers, and ONNX BitShift's). An amount of another
+    dtype is taken to a's where that keeps its value, else to the width (out of range in
+    both)."""
+    if b.dtype != a.dtype:
+        bits = te.const(int("".join(c for c in a.dtype if c.isdigit())), a.dtype)
+        in_range = te.logical_and(b >= 0, b < bits.value)
+        b = te.if_then_else(in_range, b.astype(a.dtype), bits)
+    return te.shift_left(a, b) if left else te.shift_right(a, b)
 
 
 def _is_inf(e, detect_negative=1, detect_positive=1):
@@ -107,6 +102,7 @@ UNARY = {
     "cast": lambda e, dtype: e.astype(dtype),
     "identity": lambda e: e,
     "logical_not": te.logical_not,
+    "bitwise_not": te.bitwise_not,  # integers only (te refuses floats and bools)
     "round": te.round,  # halves to even, as ONNX Round
     "sin": te.sin,
     "cos": te.cos,
@@ -145,6 +141,9 @@ BINARY = {
     "logical_and": te.logical_and,
     "logical_or": te.logical_or,
     "logical_xor": lambda a, b: a != b,
+    "bitwise_and": te.bitwise_and,  # integers only (te refuses floats and bools)
+    "bitwise_or": te.bitwise_or,
+    "bitwise_xor": te.bitwise_xor,
     "prelu": lambda a, b: te.if_then_else(a < _zero(a), a * b, a),
 }
 

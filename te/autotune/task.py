@@ -157,7 +157,7 @@ def _value_ops(e) -> int:
     """Arithmetic on values; index arithmetic inside tensor reads is addressing, not work."""
     if isinstance(e, E.TensorLoad):
         return 0
-    own = 1 if (isinstance(e, E.Binary) and e.op in E.ARITH_OPS) or \
+    own = 1 if (isinstance(e, E.Binary) and (e.op in E.ARITH_OPS or e.op in E.BITWISE_OPS)) or \
         (isinstance(e, E.Call) and not e.extern) or isinstance(e, E.Reduce) else 0
     return own + sum(_value_ops(k) for k in E.children(e))
 

@@ -348,6 +348,39 @@ def truncdiv(a, b): return _int_binary("truncdiv", a, b)
 def truncmod(a, b): return _int_binary("truncmod", a, b)
 
 
+def bitwise_and(a, b):
+    """a & b bit by bit, of integer operands (promoted as +); floats and bools refused."""
+    return E.binary("bitwise_and", a, b)
+
+
+def bitwise_or(a, b):
+    """a | b bit by bit, of integer operands (promoted as +); floats and bools refused."""
+    return E.binary("bitwise_or", a, b)
+
+
+def bitwise_xor(a, b):
+    """a ^ b bit by bit, of integer operands (promoted as +); floats and bools refused."""
+    return E.binary("bitwise_xor", a, b)
+
+
+def bitwise_not(a):
+    """~a: every bit of integer `a` flipped (numpy's np.invert)."""
+    return E.bitwise_not(a)
+
+
+def shift_left(a, b):
+    """a << b of integer operands (promoted as +), wrapping to the dtype. As numpy: an
+    amount b below 0 or of the bit width or more gives 0."""
+    return E.binary("shift_left", a, b)
+
+
+def shift_right(a, b):
+    """a >> b of integer operands (promoted as +): arithmetic for a signed dtype, logical
+    for an unsigned one. As numpy: an amount b below 0 or of the bit width or more gives
+    0, or -1 for a negative a."""
+    return E.binary("shift_right", a, b)
+
+
 def fmod(a, b) -> Expr:
     """C's fmod: the float remainder of a / b with the dividend's sign, exact (no rounding
     of the quotient; LLVM's frem); te.floormod of floats is the divisor-signed one."""

@@ -15,6 +15,11 @@ from typing import Any, Callable
 from .. import dtype as dt
 from ..errors import DTypeError, TEError
 
+# Bitwise operators and shifts take integer operands only (te.bitwise_and, te.shift_left).
+# A shift by a negative amount or by the width or more gives numpy's answer: every bit
+# shifted out (0, or -1 for a negative value shifted right), not the hardware's.
+BITWISE_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
+SHIFT_OPS = ("shift_left", "shift_right")
 ARITH_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "truncdiv", "truncmod",
              "min", "max")
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -45,11 +50,20 @@ class ExprOp:
     def __ge__(self, other): return binary("ge", self, other)
     def __eq__(self, other): return binary("eq", self, other)  # type: ignore[override]
     def __ne__(self, other): return binary("ne", self, other)  # type: ignore[override]
-    def __and__(self, other): return logical("and", self, other)
-    def __rand__(self, other): return logical("and", other, self)
-    def __or__(self, other): return logical("or", self, other)
-    def __ror__(self, other): return logical("or", other, self)
-    def __invert__(self): return logical_not(self)
+    # & | ^ ~ are bitwise on two integer operands (TVM's meaning) and logical otherwise:
+    # on bool conditions, as te has always read them (see _bit_or_logic).
+    def __and__(self, other): return _bit_or_logic("and", self, other)
+    def __rand__(self, other): return _bit_or_logic("and", other, self)
+    def __or__(self, other): return _bit_or_logic("or", self, other)
+    def __ror__(self, other): return _bit_or_logic("or", other, self)
+    def __xor__(self, other): return _bit_or_logic("xor", self, other)
+    def __rxor__(self, other): return _bit_or_logic("xor", other, self)
+    def __invert__(self):
+        return bitwise_not(self) if _is_integer_operand(self) else logical_not(self)
+    def __lshift__(self, other): return binary("shift_left", self, other)
+    def __rlshift__(self, other): return binary("shift_left", other, self)
+    def __rshift__(self, other): return binary("shift_right", self, other)
+    def __rrshift__(self, other): return binary("shift_right", other, self)
     __hash__ = object.__hash__
 
     def __bool__(self):
@@ -99,7 +113,8 @@ class Cast(Expr):
 
 @dataclass(frozen=True, eq=False)
 class Binary(Expr):
-    """Arithmetic (ARITH_OPS), comparison (COMPARE_OPS) or logical (LOGIC_OPS)."""
+    """Arithmetic (ARITH_OPS, and BITWISE_OPS of integers), comparison (COMPARE_OPS) or
+    logical (LOGIC_OPS)."""
     op: str
     a: Expr
     b: Expr
@@ -311,6 +326,11 @@ _FOLD = {
     "truncmod": (lambda x, y: x - _truncdiv(x, y) * y, math.fmod),
     "min": (min, min),
     "max": (max, max),
+    # Python's & | ^ on ints are two's complement ones of unbounded width: wrapped to the
+    # dtype, the generated code's answers (floats never reach here: binary() refuses them)
+    "bitwise_and": (lambda x, y: x & y, None),
+    "bitwise_or": (lambda x, y: x | y, None),
+    "bitwise_xor": (lambda x, y: x ^ y, None),
     "lt": (lambda x, y: x < y,) * 2,
     "le": (lambda x, y: x <= y,) * 2,
     "gt": (lambda x, y: x > y,) * 2,
@@ -323,6 +343,8 @@ _FOLD = {
 def fold(op: str, x, y, dtype: str):
     """`x op y` of two Python constants of `dtype`, as the generated code computes it (an
     integer result wraps to the dtype's width); None when it cannot be folded."""
+    if op in SHIFT_OPS and dt.is_integral(dtype):
+        return fold_shift(op, x, y, dtype)
     rules = _FOLD.get(op)
     if rules is None or (op in ("div", "floordiv", "floormod", "truncdiv", "truncmod")
                          and y == 0):
@@ -335,9 +357,29 @@ def fold(op: str, x, y, dtype: str):
         else value
 
 
+def fold_shift(op: str, x: int, y: int, dtype: str) -> int:
+    """x << y or x >> y (arithmetic for a signed x) in integer `dtype`, as numpy computes
+    it: an amount y outside [0, bits) shifts every bit out, giving 0, or -1 for a negative
+    x shifted right (C and LLVM leave those amounts undefined)."""
+    if not 0 <= y < dt.bits(dtype):
+        return -1 if op == "shift_right" and x < 0 else 0
+    return dt.wrap(x << y, dtype) if op == "shift_left" else x >> y
+
+
+def check_integer(who: str, dtype: str) -> None:
+    """Refuse a bitwise operator or shift (`who`, as te names it) of non-integer `dtype`."""
+    if dt.is_integral(dtype):
+        return
+    hint = f" (te.logical_{who[8:]} is the bool one)" if dt.is_bool(dtype) and \
+        who in ("bitwise_and", "bitwise_or", "bitwise_not") else ""
+    raise DTypeError(f"te.{who}: expected integer operands, got dtype {dtype}{hint}")
+
+
 def binary(op: str, a, b) -> Expr:
     """Build `a op b` with dtype promotion and constant folding."""
     ea, eb = _operands(a, b)
+    if op in BITWISE_OPS:
+        check_integer(op, ea.dtype)
     if op == "div" and not dt.is_float(ea.dtype):
         raise DTypeError("integer division with '/' is ambiguous: use '//' (floor), "
                          "te.truncdiv, or cast an operand to a float dtype first")
@@ -349,6 +391,45 @@ def binary(op: str, a, b) -> Expr:
         if folded is not None:
             return Const(rtype, _convert_value(folded, rtype))
     return Binary(rtype, op, ea, eb)
+
+
+def bitwise_not(a) -> Expr:
+    """~a of an integer expression: a xor all-ones (LLVM's own form of `not`), so every
+    layer that knows bitwise_xor computes it; the CUDA code writes it as `~a`."""
+    e = as_expr(a)
+    check_integer("bitwise_not", e.dtype)
+    return binary("bitwise_xor", e, all_ones(dt.base(e.dtype)))
+
+
+def all_ones(dtype: str) -> Const:
+    """The integer of `dtype` with every bit set: -1, or the largest unsigned value."""
+    return Const(dtype, dt.wrap(-1, dtype))
+
+
+def _is_integer_operand(x) -> bool:
+    """A Python int (not a bool) or an integer expression."""
+    if isinstance(x, (bool, float)):
+        return False
+    return isinstance(x, int) or dt.is_integral(as_expr(x).dtype)
+
+
+def _is_bool_operand(x) -> bool:
+    return isinstance(x, bool) or (not isinstance(x, (int, float))
+                                   and dt.is_bool(as_expr(x).dtype))
+
+
+def _bit_or_logic(op: str, a, b) -> Expr:
+    """a & b, a | b, a ^ b: bitwise when both operands are integers (TVM's PrimExpr
+    operators), else logical on the operands' truth values, as te's & and | have always
+    been for conditions (a float operand included, kept as it was). ^ is new: logical
+    where a bool takes part, otherwise bitwise, so it refuses floats."""
+    if _is_integer_operand(a) and _is_integer_operand(b):
+        return binary(f"bitwise_{op}", a, b)
+    if op != "xor":
+        return logical(op, a, b)
+    if _is_bool_operand(a) or _is_bool_operand(b):
+        return binary("ne", cast(as_expr(a), "bool"), cast(as_expr(b), "bool"))
+    return binary("bitwise_xor", a, b)
 
 
 def logical(op: str, a, b) -> Expr:

@@ -320,6 +320,8 @@ class Analyzer:
             return _min(a[0], b[0]), _min(a[1], b[1])
         if op == "max":
             return _max(a[0], b[0]), _max(a[1], b[1])
+        if op in E.BITWISE_OPS:
+            return bitwise_bound(op, a, b)
         return None, None
 
     def can_prove(self, cond: Expr) -> bool:
@@ -407,6 +409,24 @@ class Analyzer:
 def _no_wrap(dtype: str) -> bool:
     """Signed 32/64-bit integers, exact as index arithmetic (see Analyzer's `wraps`)."""
     return dt.is_int(dtype) and dt.bits(dtype) >= 32
+
+
+def bitwise_bound(op: str, a: tuple, b: tuple) -> tuple:
+    """(lo, hi) bounding `a op b` for a bitwise operator or shift of operands bounded by
+    a and b ((lo, hi) pairs, None for an unknown end); (None, None) when unknown. A left
+    shift may reach any value of the dtype."""
+    if op == "shift_right":   # toward 0 or -1, which a shift of any amount gives at most
+        return (None if a[0] is None else min(a[0], 0)), (None if a[1] is None else
+                                                          max(a[1], 0))
+    if op == "bitwise_and" and any(x[0] is not None and x[0] >= 0 for x in (a, b)):
+        # x & y keeps only bits set in both: for y >= 0, between 0 and y
+        his = [x[1] for x in (a, b) if x[0] is not None and x[0] >= 0 and x[1] is not None]
+        return 0, (min(his) if his else None)
+    if op == "shift_left" or None in a or None in b:
+        return None, None
+    # each operand is a k-bit two's complement value, in [-2**k, 2**k): so is the result
+    k = max(x.bit_length() if x >= 0 else (~x).bit_length() for x in a + b)
+    return (0 if a[0] >= 0 and b[0] >= 0 else -(1 << k)), (1 << k) - 1
 
 
 def _fits(itv: tuple, dtype: str, ana: "Analyzer") -> bool:

@@ -417,4 +417,6 @@ _OPS = {
     "min": np.minimum, "max": np.maximum, "lt": np.less, "le": np.less_equal,
     "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
     "and": np.logical_and, "or": np.logical_or,
+    # exact on in-range operands; shifts are left unresolved (their dtype decides them)
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
 }

@@ -20,7 +20,7 @@ from .. import dtype as dt
 from ..compute import expr as E
 from ..compute.expr import Binary, Const, Expr, TensorLoad, Var
 from ..errors import LoweringError
-from .arith import Analyzer
+from .arith import Analyzer, bitwise_bound
 from .printer import print_expr
 
 _WRAPPING_OPS = ("add", "sub", "mul")
@@ -124,6 +124,9 @@ def _bound(e: Expr, ana: Analyzer, memo: dict) -> tuple:
         return a[0] // c, a[1] // c
     if op == "floormod" and b[0] > 0:
         return 0, b[1] - 1
+    if op in E.BITWISE_OPS:   # a bit pattern, not a quotient: the rule below is wrong for it
+        lo, hi = bitwise_bound(op, a, b)
+        return (tlo if lo is None else max(lo, tlo)), (thi if hi is None else min(hi, thi))
     # Any other quotient or remainder is no larger in magnitude than an operand.
     m = max(abs(a[0]), abs(a[1]), abs(b[0]), abs(b[1]))
     return max(-m, tlo), min(m, thi)
@@ -165,7 +168,9 @@ def _child_caps(e: Expr, ana: Analyzer, cap: int | None, memo: dict) -> tuple:
 
 def _widen(e: Expr) -> Expr:
     """`e` with its int32 arithmetic rebuilt in int64 (int32 leaves cast to int64)."""
-    if _is_leaf(e):
+    if _is_leaf(e) or (isinstance(e, Binary) and e.op in E.SHIFT_OPS):
+        # a shift stays in its dtype: in int64, a left shift by 32 to 63 would no longer
+        # give te's (and numpy's) 0 for an amount of the width or more
         out = e
     elif isinstance(e, Binary) and e.op in E.LOGIC_OPS:
         out = E.logical(e.op, _widen(e.a), _widen(e.b))

@@ -152,9 +152,12 @@ def _float_floordiv(a, b):
 
 
 
+# numpy's shifts give te's answers for every amount, the ones past the width included
 _INT_OPS = {"floordiv": _int_floordiv, "floormod": _int_floormod,
             "truncdiv": _int_truncdiv, "truncmod": _int_truncmod,
-            "div": _int_truncdiv}
+            "div": _int_truncdiv, "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+            "bitwise_xor": np.bitwise_xor, "shift_left": np.left_shift,
+            "shift_right": np.right_shift}
 _FLOAT_OPS = {"floordiv": _float_floordiv, "floormod": np.mod,
               "truncdiv": lambda a, b: np.trunc(a / b), "truncmod": np.fmod}
 

@@ -1,7 +1,8 @@
 """tvm.tir: the scalar expression helpers TVM's TE code calls, over te.compute.
 
 Takes expressions and Python values; gives te expressions (const, Select, indexmod,
-call_pure_extern, call_intrin, call_packed, math intrinsics), decl_buffer and ir_builder.
+bitwise_and/or/xor/not, shift_left/right, call_pure_extern, call_intrin, call_packed, math
+intrinsics), decl_buffer and ir_builder.
 Imports te.compute and te.lower.
 """
 from __future__ import annotations
@@ -10,10 +11,12 @@ import enum
 
 from .. import dtype as dt
 from ..compute import expr as E
-from ..compute.api import (abs, acos, acosh, all, any, asin, asinh, atan, atanh, ceil, cos, cosh,
-                           erf, exp, exp2, floor, floordiv, floormod, fmod, if_then_else, indexdiv,
-                           indexmod, log, log2, log10, max_value, min_value, power, round, rsqrt,
-                           sigmoid, sin, sinh, sqrt, tan, tanh, trunc, truncdiv, truncmod)
+from ..compute.api import (abs, acos, acosh, all, any, asin, asinh, atan, atanh, bitwise_and,
+                           bitwise_not, bitwise_or, bitwise_xor, ceil, cos, cosh, erf, exp, exp2,
+                           floor, floordiv, floormod, fmod, if_then_else, indexdiv, indexmod, log,
+                           log2, log10, max_value, min_value, power, round, rsqrt, shift_left,
+                           shift_right, sigmoid, sin, sinh, sqrt, tan, tanh, trunc, truncdiv,
+                           truncmod)
 from ..compute.expr import Call, Cast, Const, Expr, Var
 from ..errors import ComputeError
 from ..lower import ir_builder
@@ -65,8 +68,9 @@ class CallEffectKind(enum.IntEnum):
 
 __all__ = ["Call", "CallEffectKind", "Cast", "Const", "Expr", "FloatImm", "IntImm", "PrimExpr",
            "Select", "Var", "abs", "acos", "acosh", "all", "any", "asin", "asinh", "atan",
-           "atanh", "call_extern", "call_intrin", "call_packed", "call_pure_extern", "ceil",
-           "const", "cos", "cosh", "decl_buffer", "erf", "exp", "exp2", "floor", "floordiv",
-           "floormod", "fmod", "if_then_else", "indexdiv", "indexmod", "ir_builder", "log", "log2",
-           "log10", "max_value", "min_value", "power", "round", "rsqrt", "sigmoid", "sin",
-           "sinh", "sqrt", "tan", "tanh", "trunc", "truncdiv", "truncmod"]
+           "atanh", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "call_extern",
+           "call_intrin", "call_packed", "call_pure_extern", "ceil", "const", "cos", "cosh",
+           "decl_buffer", "erf", "exp", "exp2", "floor", "floordiv", "floormod", "fmod",
+           "if_then_else", "indexdiv", "indexmod", "ir_builder", "log", "log2", "log10",
+           "max_value", "min_value", "power", "round", "rsqrt", "shift_left", "shift_right",
+           "sigmoid", "sin", "sinh", "sqrt", "tan", "tanh", "trunc", "truncdiv", "truncmod"]

@@ -11,7 +11,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 RNG = np.random.default_rng(2026)
 ELEM = {np.dtype(k).name: v for k, v in (
     (np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE),
-    (np.int32, TensorProto.INT32), (np.int64, TensorProto.INT64), (np.bool_, TensorProto.BOOL))}
+    (np.int32, TensorProto.INT32), (np.int64, TensorProto.INT64), (np.bool_, TensorProto.BOOL),
+    (np.uint8, TensorProto.UINT8))}
 
 
 def rand(*shape, low=None, high=None):

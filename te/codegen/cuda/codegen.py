@@ -63,6 +63,24 @@ template <typename T> __device__ __forceinline__ T te_floormod(T a, T b) {
 }
 """
 _INT_DIVISION = ("floordiv", "floormod", "truncdiv", "truncmod")
+# Shifts with te's (numpy's) answers for every amount, where C's are undefined: an amount
+# below 0 or of the width or more shifts every bit out (0, or -1 for a negative value
+# shifted right). The left shift runs in unsigned: C leaves it undefined for a negative
+# value or one whose result overflows.
+SHIFT_PRELUDE = """\
+template <typename T> __device__ __forceinline__ bool te_shift_in_range(T b) {
+  return (unsigned long long)b < sizeof(T) * 8;
+}
+template <typename T> __device__ __forceinline__ T te_shift_left(T a, T b) {
+  return te_shift_in_range(b) ? T((unsigned long long)a << b) : T(0);
+}
+template <typename T> __device__ __forceinline__ T te_shift_right(T a, T b) {
+  if (!te_shift_in_range(b)) return T(a < T(0) ? ~T(0) : T(0));
+  return T(a >> b);
+}
+"""
+# C's & | ^ on bit patterns; narrower types are promoted to int and cast back
+_BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 # Integer min and max: a function call evaluates each operand once (the select form
 # `a < b ? a : b` repeats them, so nested mins grow exponentially in the source).
 MINMAX_PRELUDE = """\
@@ -145,6 +163,8 @@ def generate_cuda(func: PrimFunc, plan: DevicePlan, target) -> CudaSource:
         text = MINMAX_PRELUDE + "\n" + text
     if any(f"te_{op}<" in text for op in _INT_DIVISION):
         text = PRELUDE + "\n" + text
+    if any(f"te_{op}<" in text for op in E.SHIFT_OPS):
+        text = SHIFT_PRELUDE + "\n" + text
     if tensor_core.uses_tensor_cores(text):
         text = tensor_core.helper_text(text) + "\n" + text
     if _HALF_USE.search(text):
@@ -508,6 +528,8 @@ class _KernelGen:
             if (e.op, e.dtype) in _FLOAT_MINMAX:
                 return f"{_FLOAT_MINMAX[e.op, e.dtype]}({_bare(a)}, {_bare(b)})"
             return f"te_{e.op}<{self.c_type(e.dtype)}>({_bare(a)}, {_bare(b)})"
+        if e.op in _BITWISE or e.op in E.SHIFT_OPS:
+            return self.bitwise(e, a, b)
         if e.op in _INFIX:
             text = f"({a} {_INFIX[e.op]} {b})"
             if not (dt.is_integral(e.dtype) and e.op in ("add", "sub", "mul")) or (
@@ -536,6 +558,20 @@ class _KernelGen:
                 op = "truncdiv" if e.op == "div" else e.op
                 return f"te_{op}<{self.c_type(e.dtype)}>({a}, {b})"
         raise BuildError(f"te.build: target 'cuda' cannot generate operator {e.op!r}")
+
+    def bitwise(self, e: E.Binary, a: str, b: str) -> str:
+        """C of a bitwise operator or shift; a xor with all-ones (te.bitwise_not) is `~a`.
+        The result is cast back to a narrower type than int: C promotes the operands, and
+        ~ of a promoted unsigned char is a negative int."""
+        c_type = self.c_type(e.dtype)
+        if e.op in E.SHIFT_OPS:
+            return f"te_{e.op}<{c_type}>({_bare(a)}, {_bare(b)})"
+        ones = E.all_ones(e.dtype)
+        if e.op == "bitwise_xor" and isinstance(e.b, E.Const) and e.b.value == ones.value:
+            text = f"(~{a})"
+        else:
+            text = f"({a} {_BITWISE[e.op]} {b})"
+        return f"(({c_type}){text})" if dt.bits(e.dtype) < 32 else text
 
     def call(self, e: E.Call) -> str:
         if e.extern:

@@ -36,7 +36,8 @@ from .reuse import BlockValues
 from .types import I1, I8, I32, I64, PTR, intrinsic, ll_type
 
 _FLOAT_BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "truncmod": "frem"}
-_INT_BINOP = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_"}
+_INT_BINOP = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_",
+              "bitwise_and": "and_", "bitwise_or": "or_", "bitwise_xor": "xor"}
 _SIGNED_BINOP = {"truncdiv": "sdiv", "truncmod": "srem", "floordiv": "sdiv", "floormod": "srem"}
 _UNSIGNED_BINOP = {"truncdiv": "udiv", "truncmod": "urem", "floordiv": "udiv",
                    "floormod": "urem"}
@@ -607,6 +608,8 @@ class FuncGen(BlockValues):
         if op in ("min", "max"):
             cmp = self.b.icmp_unsigned if unsigned else self.b.icmp_signed
             return self.b.select(cmp("<" if op == "min" else ">", a, b), a, b)
+        if op in E.SHIFT_OPS:
+            return self.shift(op, unsigned, a, b)
         if op not in _INT_DIV_OPS:
             raise BuildError(f"Binary: operator {op!r} is not supported for dtype {dtype}")
         divisor = _int_const(b)
@@ -632,6 +635,32 @@ class FuncGen(BlockValues):
         if not unsigned:
             q = self.b.select(by_minus_one, self.b.sub(zero, a), q)  # wraps for MIN
         return self.b.select(by_zero, zero, q)
+
+    def shift(self, op: str, unsigned: bool, a, b) -> ir.Value:
+        """a << b or a >> b with numpy's answers for every amount b. LLVM's shl, lshr and
+        ashr are poison for an amount of the width or more (a negative one included, read
+        unsigned), so such an amount is replaced before shifting and the result chosen
+        after: 0, or for ashr the shift by width - 1, which gives the sign (0 or -1)."""
+        width = _scalar_type(a.type).width
+        amount = _int_const(b)
+        if amount is not None and 0 <= amount % (1 << width) < width:
+            return self._shift_op(op, unsigned)(a, b)   # a constant in range: plain shift
+        in_range = self.b.icmp_unsigned("<", b, self.int_splat(a, width))
+        if op == "shift_right" and not unsigned:
+            return self.b.ashr(a, self.b.select(in_range, b, self.int_splat(a, width - 1)))
+        zero = ir.Constant(a.type, None)
+        out = self._shift_op(op, unsigned)(a, self.b.select(in_range, b, zero))
+        return self.b.select(in_range, out, zero)
+
+    def _shift_op(self, op: str, unsigned: bool):
+        if op == "shift_left":
+            return self.b.shl
+        return self.b.lshr if unsigned else self.b.ashr
+
+    def int_splat(self, like, value: int) -> ir.Value:
+        """Integer constant `value` of `like`'s type, a vector of it for a vector `like`."""
+        c = self.const(_scalar_type(like.type), value)
+        return self.splat(c, _lanes_of(like)) if isinstance(like.type, ir.VectorType) else c
 
     def divide(self, op: str, unsigned: bool, a, b) -> ir.Value:
         """Integer division or modulo by a divisor that is neither 0 nor (signed) -1."""

@@ -362,7 +362,7 @@ def _require_host(x: E.Expr, host_vars: set, what: str) -> None:
 def _host_computable(x: E.Expr) -> bool:
     if isinstance(x, (E.Const, E.Var)):
         return dt.is_integral(x.dtype)
-    if isinstance(x, E.Binary) and x.op in _INT_OPS:
+    if isinstance(x, E.Binary) and (x.op in _INT_OPS or x.op in E.SHIFT_OPS):
         return _host_computable(x.a) and _host_computable(x.b)
     if isinstance(x, E.Cast):
         return dt.is_integral(x.dtype) and _host_computable(x.value)
@@ -380,6 +380,9 @@ _INT_OPS = {
     "truncdiv": _truncdiv, "div": _truncdiv,
     "truncmod": lambda a, b: a - _truncdiv(a, b) * b,
     "min": min, "max": max,
+    # exact on in-range operands (shifts: evaluate_on_host, their answers take the dtype)
+    "bitwise_and": lambda a, b: a & b, "bitwise_or": lambda a, b: a | b,
+    "bitwise_xor": lambda a, b: a ^ b,
 }
 
 
@@ -391,7 +394,10 @@ def evaluate_on_host(x: E.Expr, sizes: dict) -> int:
         return int(sizes[x])
     if isinstance(x, E.Cast):
         return evaluate_on_host(x.value, sizes)
-    return _INT_OPS[x.op](evaluate_on_host(x.a, sizes), evaluate_on_host(x.b, sizes))
+    a, b = evaluate_on_host(x.a, sizes), evaluate_on_host(x.b, sizes)
+    if x.op in E.SHIFT_OPS:
+        return E.fold_shift(x.op, a, b, x.dtype)
+    return _INT_OPS[x.op](a, b)
 
 
 def _check_static_limits(extents: dict, target) -> None:

@@ -1,7 +1,8 @@
 """tvm.topi: TVM's operator names over te.compute.ops (our operator library).
 
 Elementwise and broadcast ops (add, subtract, multiply, divide, maximum, minimum, power,
-exp, log, sqrt, rsqrt, tanh, sigmoid, abs, erf, floor, ceil, round, cos, sin), transforms
+exp, log, sqrt, rsqrt, tanh, sigmoid, abs, erf, floor, ceil, round, cos, sin, the bitwise
+and/or/xor/not and left/right shifts), transforms
 (transpose, reshape, concatenate, tile, where), reductions (sum, max, min, argmax, argmin),
 matmul; `nn` (conv2d_nchw, depthwise_conv2d_nchw, dense, matmul, batch_matmul, relu,
 softmax, log_softmax, layer_norm, pad), `testing` (numpy references), `utils`, `tag` and
@@ -26,6 +27,21 @@ def power(x, y):
     return _ops.broadcast_binary(_compute.power, x, y, name="T_power")
 
 
+def _broadcast(fn, name):
+    def op(lhs, rhs):
+        return _ops.broadcast_binary(fn, lhs, rhs, name=f"T_{name}")
+    op.__name__ = name
+    op.__doc__ = f"{name}(lhs, rhs) of integer tensors with numpy broadcasting."
+    return op
+
+
+bitwise_and = _broadcast(_compute.bitwise_and, "bitwise_and")
+bitwise_or = _broadcast(_compute.bitwise_or, "bitwise_or")
+bitwise_xor = _broadcast(_compute.bitwise_xor, "bitwise_xor")
+left_shift = _broadcast(_compute.shift_left, "left_shift")
+right_shift = _broadcast(_compute.shift_right, "right_shift")
+
+
 def _unary(fn, name):
     def op(x):
         return _ops.unary(fn, x, name=f"T_{name}")
@@ -47,6 +63,7 @@ ceil = _unary(_compute.ceil, "ceil")
 round = _unary(_compute.round, "round")  # noqa: A001
 cos = _unary(_compute.cos, "cos")
 sin = _unary(_compute.sin, "sin")
+bitwise_not = _unary(_compute.bitwise_not, "bitwise_not")
 
 
 def matmul(a, b, transp_a: bool = False, transp_b: bool = False):
@@ -57,7 +74,9 @@ def matmul(a, b, transp_a: bool = False, transp_b: bool = False):
     return _ops.matmul(a, b, transpose_b=transp_b)
 
 
-__all__ = ["abs", "add", "argmax", "argmin", "ceil", "concatenate", "cos", "divide", "erf",
-           "exp", "floor", "log", "matmul", "max", "maximum", "min", "minimum", "multiply",
-           "nn", "power", "reshape", "round", "rsqrt", "sigmoid", "sin", "sqrt", "subtract",
-           "sum", "tag", "tanh", "testing", "tile", "transpose", "utils", "where", "x86"]
+__all__ = ["abs", "add", "argmax", "argmin", "bitwise_and", "bitwise_not", "bitwise_or",
+           "bitwise_xor", "ceil", "concatenate", "cos", "divide", "erf", "exp", "floor",
+           "left_shift", "log", "matmul", "max", "maximum", "min", "minimum", "multiply", "nn",
+           "power", "reshape", "right_shift", "round", "rsqrt", "sigmoid", "sin", "sqrt",
+           "subtract", "sum", "tag", "tanh", "testing", "tile", "transpose", "utils", "where",
+           "x86"]

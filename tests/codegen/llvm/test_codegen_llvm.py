@@ -35,12 +35,15 @@ REFERENCE = {
     "min": np.minimum, "max": np.maximum,
     "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
     "eq": np.equal, "ne": np.not_equal, "and": np.logical_and, "or": np.logical_or,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "shift_left": np.left_shift, "shift_right": np.right_shift,   # any amount, as numpy
 }
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8"]
 FLOAT_DTYPES = ["float32", "float64"]
 BINARY_CASES = (
     [(op, d) for d in INT_DTYPES + FLOAT_DTYPES for op in E.ARITH_OPS + E.COMPARE_OPS
      if not (op == "div" and d in INT_DTYPES)]
+    + [(op, d) for d in INT_DTYPES for op in E.BITWISE_OPS]
     + [(op, "bool") for op in ("and", "or", "eq", "ne", "lt", "gt")])
 
 
