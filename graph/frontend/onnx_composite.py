@@ -46,7 +46,11 @@ def _mean_variance_norm(ins, attrs, opset, outs):
     """(x - mean) / (std + 1e-9) over `axes`, as ONNX's function defines it, with the
     variance as the mean square deviation (its E[x^2] - E[x]^2 may round below zero)."""
     x = ins[0]
-    axes = [a % len(x.shape) for a in attrs.get("axes", (0, 2, 3))]
+    rank = len(x.shape)
+    given = list(attrs.get("axes", (0, 2, 3)))
+    if any(not -rank <= a < rank for a in given) or len({a % rank for a in given}) < len(given):
+        raise Refused("axes", f"axes {given} must be distinct axes of the rank-{rank} input")
+    axes = [a % rank for a in given]
     name = outs[0]
     mean = _REDUCE["reduce_mean"](x, axes, True, name=f"{name}/mean")
     dev = apply("subtract", [x, mean], {}, f"{name}/dev")

@@ -77,8 +77,13 @@ def _gather_nd(ins, attrs, opset, outs):
     idx = _as_int64(indices, f"{name}/idx")
     indexed, rest = dshape[b:b + m], dshape[b + m:]
     sizes = np.array(indexed, dtype=np.int64)
-    # every index wrapped from the end where negative, then one linear index per tuple
+    # every index wrapped from the end where negative and clipped into its axis (as take
+    # clips: an index out of range would otherwise land in another row of the flattened
+    # data), then one linear index per tuple
     idx = _wrap_negative(idx, builder.constant(sizes, name=f"{name}/sizes"), f"{name}/wrap")
+    idx = apply("minimum", [apply("maximum", [idx, 0], {}, f"{name}/lo"),
+                            builder.constant(sizes - 1, name=f"{name}/last")], {},
+                f"{name}/clipped")
     strides = np.array([math.prod(indexed[k + 1:]) for k in range(m)], dtype=np.int64)
     scaled = apply("multiply", [idx, builder.constant(strides, name=f"{name}/strides")], {},
                    f"{name}/scaled")

@@ -158,8 +158,10 @@ def _resize(ins, attrs, opset, outs):
     shape, scales = _resize_shape(x.shape, attrs, scales, sizes)
     roi = _resize_roi(x.shape, attrs, ins[1]) if coordinate == "tf_crop_and_resize" else None
     if antialias and method != "nearest":
+        # as te's resize counts them: every resized axis, an upsampled one 2 or 4 taps
         support = 2 if method == "cubic" else 1
-        terms = math.prod(2 * math.ceil(support / s) for s in scales if s < 1)
+        terms = math.prod(2 * math.ceil(support / min(s, 1.0))
+                          for s, d, o in zip(scales, x.shape, shape) if s != 1.0 or d != o)
         if terms > MAX_RESIZE_TERMS:
             raise Refused("antialias", f"downsampling by scales {list(scales)} reads {terms} "
                                        f"input elements per output (at most "
@@ -171,11 +173,19 @@ def _resize(ins, attrs, opset, outs):
                              antialias=antialias)]
 
 
+def _resize_axes(attrs, rank: int) -> list:
+    """Resize's `axes` (every axis by default), each in [-rank, rank), as non-negative."""
+    given = [int(a) for a in attrs.get("axes", range(rank))]
+    if any(not -rank <= a < rank for a in given) or len({a % rank for a in given}) < len(given):
+        raise Refused("axes", f"axes {given} must be distinct axes of the rank-{rank} input")
+    return [a % rank for a in given]
+
+
 def _resize_roi(in_shape, attrs, roi_input) -> list:
     """tf_crop_and_resize's region as (start, end) per axis: the roi input holds the starts
     then the ends of `axes` (every axis by default); the others keep (0, 1)."""
     rank = len(in_shape)
-    axes = [int(a) % rank for a in attrs.get("axes", range(rank))]
+    axes = _resize_axes(attrs, rank)
     data = [float(v) for v in np.asarray(const(roi_input, "roi")).reshape(-1)]
     if len(data) != 2 * len(axes):
         raise Refused("roi", f"roi must hold {2 * len(axes)} values (the starts, then the ends "
@@ -208,9 +218,9 @@ def _resize_shape(in_shape, attrs, scales, sizes) -> tuple:
     ('not_larger') or greatest ('not_smaller') of the axes' size ratios, each output size
     that scale times the input size rounded half up."""
     rank = len(in_shape)
-    axes = [int(a) % rank for a in attrs.get("axes", range(rank))]
+    axes = _resize_axes(attrs, rank)
     given = [float(v) for v in (sizes if sizes is not None else scales)]
-    if len(given) != len(axes) or len(set(axes)) != len(axes):
+    if len(given) != len(axes):
         raise Refused("axes", f"{'sizes' if sizes is not None else 'scales'} has {len(given)} "
                               f"entries for axes {axes} of a rank-{rank} input")
     policy = only(attrs, "keep_aspect_ratio_policy", ("stretch", "not_larger", "not_smaller"),

@@ -321,7 +321,8 @@ def _matmul(ins, attrs, opset, outs):
 FLOAT16_ACCUMULATING = frozenset("""MatMul Gemm Conv ConvTranspose Softmax LogSoftmax
 ReduceSum ReduceMean ReduceProd ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum
 ReduceLogSumExp LayerNormalization InstanceNormalization BatchNormalization AveragePool
-GlobalAveragePool LRN Mean RMSNormalization LpNormalization CumSum CumProd""".split())
+GlobalAveragePool LRN Mean RMSNormalization LpNormalization CumSum CumProd LpPool
+MeanVarianceNormalization GroupNormalization""".split())
 
 _WINDOW = ("auto_pad", "kernel_shape", "pads", "strides", "dilations")
 CONVERTERS = {

@@ -168,9 +168,14 @@ def _child_caps(e: Expr, ana: Analyzer, cap: int | None, memo: dict) -> tuple:
 
 def _widen(e: Expr) -> Expr:
     """`e` with its int32 arithmetic rebuilt in int64 (int32 leaves cast to int64)."""
-    if _is_leaf(e) or (isinstance(e, Binary) and e.op in E.SHIFT_OPS):
-        # a shift stays in its dtype: in int64, a left shift by 32 to 63 would no longer
-        # give te's (and numpy's) 0 for an amount of the width or more
+    if isinstance(e, Binary) and e.op in E.SHIFT_OPS and e.a.dtype == "int32" \
+            and isinstance(e.b, Const) and 0 <= e.b.value < 32:
+        # a shift by a constant amount below the width is a product or floor quotient by
+        # 2**amount, exact in int64 as the other index arithmetic
+        out = E.binary(e.op, _widen(e.a), E.const(e.b.value, "int64"))
+    elif _is_leaf(e) or (isinstance(e, Binary) and e.op in E.SHIFT_OPS):
+        # any other shift stays in its dtype: in int64, a left shift by 32 to 63 would no
+        # longer give te's (and numpy's) 0 for an amount of the width or more
         out = e
     elif isinstance(e, Binary) and e.op in E.LOGIC_OPS:
         out = E.logical(e.op, _widen(e.a), _widen(e.b))

@@ -12,7 +12,8 @@ RNG = np.random.default_rng(2026)
 ELEM = {np.dtype(k).name: v for k, v in (
     (np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE),
     (np.int32, TensorProto.INT32), (np.int64, TensorProto.INT64), (np.bool_, TensorProto.BOOL),
-    (np.uint8, TensorProto.UINT8))}
+    (np.uint8, TensorProto.UINT8), (np.int8, TensorProto.INT8),
+    (np.float16, TensorProto.FLOAT16))}
 
 
 def rand(*shape, low=None, high=None):

@@ -151,3 +151,39 @@ def test_unsupported_forms_are_refused_at_import(op, inputs, attrs, opset, messa
     model, _ = make_model(op, inputs, attrs, opset)
     with pytest.raises(graph.UnsupportedError, match=message):
         graph.from_onnx(model)
+
+
+def test_out_of_range_indices_are_clipped_not_read_past_the_data():
+    """ONNX calls them an error (onnxruntime refuses the run); te's take clips each index
+    to the nearest end, as TVM's take mode 'clip', where reading past the tensor took the
+    process down."""
+    data = rand(3, 4, 5)
+    model, feeds = make_model("GatherND", [data, np.array([[0, 500000], [2, -9], [0, 5]], I64)],
+                              {}, 13)
+    for level in ("O0", "O1"):
+        (got,) = graph.compile(graph.from_onnx(model), level=level).run(feeds)
+        np.testing.assert_array_equal(got, data[[0, 2, 0], [3, 0, 3]])
+    model, feeds = make_model("Gather", [data, np.array([500000, -1, -7], I64)], {"axis": 1}, 13)
+    for level in ("O0", "O1"):
+        (got,) = graph.compile(graph.from_onnx(model), level=level).run(feeds)
+        np.testing.assert_array_equal(got, data[:, [3, 3, 0]])
+
+
+@pytest.mark.parametrize("op,inputs,attrs,opset", [
+    ("GroupNormalization", [rand(2, 6, 3).astype(np.float16), Const(rand(6).astype(np.float16)),
+                            Const(rand(6).astype(np.float16))], {"num_groups": 3}, 21),
+    ("MeanVarianceNormalization", [rand(2, 3, 4, 5).astype(np.float16)], {}, 13),
+    ("LpPool", [rand(1, 2, 5, 5).astype(np.float16)], {"kernel_shape": [2, 2]}, 18),
+])
+def test_float16_sums_of_the_new_normalizations_and_lp_pool_are_refused(op, inputs, attrs,
+                                                                        opset):
+    model, _ = make_model(op, inputs, attrs, opset)
+    with pytest.raises(graph.UnsupportedError, match=op):
+        graph.from_onnx(model)
+
+
+def test_mean_variance_normalization_axes_out_of_range_are_refused():
+    model, _ = make_model("MeanVarianceNormalization", [rand(2, 3, 4)], {"axes": [0, 5]}, 13)
+    with pytest.raises(graph.UnsupportedError,
+                       match=r"axes \[0, 5\] must be distinct axes of the rank-3 input"):
+        graph.from_onnx(model)

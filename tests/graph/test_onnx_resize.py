@@ -2,6 +2,8 @@
 coordinates, `axes`, keep_aspect_ratio_policy, and Upsample, against onnxruntime at O0 and
 O1 (one-node models, random data, odd sizes, up- and downsampling); te's cubic resize
 against a numpy model of ONNX's reference on its own."""
+import re
+
 import numpy as np
 import pytest
 
@@ -145,4 +147,37 @@ def test_roi_of_the_wrong_length_is_refused_at_import():
     with pytest.raises(graph.UnsupportedError,
                        match=r"roi must hold 8 values \(the starts, then the ends of axes "
                              r"\[0, 1, 2, 3\]\), got 4"):
+        graph.from_onnx(model)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_integer_cubic_resize_rounds_and_saturates_as_onnxs_reference(dtype):
+    """Cubic weights overshoot: a 255 beside a 0 interpolates to about 279, which an 8-bit
+    output saturates (onnxruntime has no integer cubic kernel; onnx's reference rounds and
+    clips)."""
+    info = np.iinfo(dtype)
+    row = np.array([info.min, info.max] * 3, dtype)
+    x = np.stack([row, row[::-1]] * 2)[None, None]
+    model, feeds = make_model("Resize", [x, None, _scales(1, 1, 1.7, 2.3)], {"mode": "cubic"},
+                              19)
+    check_levels(model, feeds, onnx_reference=True)
+
+
+@pytest.mark.parametrize("axes", [[4], [-5], [2, -2]])
+def test_resize_axes_out_of_range_or_repeated_are_refused(axes):
+    model, _ = make_model("Resize", [X, None, _scales(*[1.5] * len(axes))],
+                          {"mode": "nearest", "axes": axes}, 18)
+    with pytest.raises(graph.UnsupportedError,
+                       match=rf"axes {re.escape(str(axes))} must be distinct axes of the "
+                             rf"rank-4 input"):
+        graph.from_onnx(model)
+
+
+def test_antialiasing_counts_the_upsampled_axes_too():
+    """4 cubic taps along the upsampled batch axis times 64 and 16 along the downsampled
+    ones: refused at import, as te's resize would refuse it at compile."""
+    model, _ = make_model("Resize", [rand(1, 1, 64, 64), None, _scales(2, 1, 0.0625, 0.25)],
+                          {"mode": "cubic", "antialias": 1}, 18)
+    with pytest.raises(graph.UnsupportedError,
+                       match=r"reads 4096 input elements per output \(at most 1024\)"):
         graph.from_onnx(model)

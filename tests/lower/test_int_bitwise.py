@@ -330,3 +330,21 @@ def test_a_mask_and_a_shift_in_an_index():
     te.build(s, [A, C])(a, c)
     i = np.arange(N)
     np.testing.assert_array_equal(c, a[(i & 7) + (i >> 1)])
+
+
+def test_a_shift_in_an_index_is_exact_like_the_division_it_stands_for():
+    """(b * 3000000) >> 20 exceeds int32 before the shift: a shift by a constant below the
+    width is widened with the rest of the index (as // 2**20 is), not wrapped."""
+    A = te.placeholder((4000,), "float32", name="A")
+    B = te.placeholder((8,), "int32", name="B")
+    C = te.compute((8,), lambda i: A[(B[i] * 3000000) >> 20], name="C")
+    f = te.build(te.create_schedule(C.op), [A, B, C], instrument_bound_checkers=True)
+    b = np.array([0, 1, 100, 700, 999, 1000, 1300, 5], "int32")
+    out = np.zeros(8, "float32")
+    f(np.arange(4000, dtype="float32"), b, out)
+    np.testing.assert_array_equal(out, (b.astype(np.int64) * 3000000) >> 20)
+    D = te.compute((1000,), lambda i: A[(i * 3000000) >> 20], name="D")
+    g = te.build(te.create_schedule(D.op), [A, D])
+    got = np.zeros(1000, "float32")
+    g(np.arange(4000, dtype="float32"), got)
+    np.testing.assert_array_equal(got, np.arange(1000, dtype=np.int64) * 3000000 >> 20)

@@ -5,13 +5,14 @@ Takes a te.Tensor, the output shape and per-axis scales, and the coordinate and 
 modes; gives one te.compute stage that maps each output index to input coordinates and
 reads (nearest) or blends (linear: the 2^k corners of the k resized axes; cubic: 4^k taps,
 Keys' cubic convolution with coefficient a) the input.
-Imports te.compute (api, tensor), te.errors and the sibling _util only.
+Imports te.compute (api, tensor), te.dtype, te.errors and the sibling _util only.
 """
 from __future__ import annotations
 
 import itertools
 import math
 
+from ... import dtype as dt
 from ...errors import ShapeError
 from .. import api
 from ..tensor import Tensor
@@ -77,6 +78,16 @@ def _filter_weight(d, method: str, a: float):
     near = ((a + 2) * d - (a + 3)) * d * d + 1.0
     far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
     return api.if_then_else(d <= 1.0, near, api.if_then_else(d < 2.0, far, 0.0))
+
+
+def _saturate(value, dtype: str):
+    """A filtered float `value` as `dtype`: integers rounded (half to even) and clipped to
+    the type's range, as ONNX's reference saturates, since cubic weights overshoot the
+    inputs' range (a uint8 255 next to a 0 gives about 279)."""
+    if not dt.is_integral(dtype):
+        return value.astype(dtype)
+    lo, hi = dt.int_range(dtype)
+    return api.min(api.max(api.round(value), float(lo)), float(hi)).astype(dtype)
 
 
 def _balanced_sum(terms: list):
@@ -198,7 +209,7 @@ def resize(x: Tensor, out_shape, scales, method: str = "nearest",
                 index[k] = taps[i[k], j]
                 w = weights[i[k], j] if w is None else w * weights[i[k], j]
             terms.append(x(*index).astype("float32") * w)
-        return _balanced_sum(terms).astype(x.dtype)
+        return _saturate(_balanced_sum(terms), x.dtype)
     filters = method == "cubic" or (antialias and method == "linear")
     if antialias and filters:
         terms = math.prod(_tap_count(method, min(scales[k], 1.0)) for k in axes)

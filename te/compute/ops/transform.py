@@ -173,9 +173,20 @@ def slice_axis(x: Tensor, axis: int, begin: int | None = None, end: int | None =
     return api.compute(shape, fcompute, name=name, tag="injective")
 
 
+def _clip_index(j, extent):
+    """An index value as take and gather_elements read data: a negative one counts from
+    the end, and one still outside [0, extent) is clipped to the nearest end (TVM's take
+    mode 'clip'). ONNX calls such indices an error; clipped, a bad index reads an element
+    of the tensor rather than memory past it, which took the process down. In the index's
+    own type, then int32: a wide index is not truncated into range first."""
+    j = api.if_then_else(j < 0, j + extent, j)
+    return api.min(api.max(j, 0), extent - 1).astype("int32")
+
+
 def take(data: Tensor, indices: Tensor, axis: int = 0, name: str = "T_take") -> Tensor:
     """numpy.take(data, indices, axis) (ONNX Gather): out has data's shape with `axis`
-    replaced by indices' shape; a negative index counts from the end."""
+    replaced by indices' shape; a negative index counts from the end, one out of range is
+    clipped to the nearest end (_clip_index)."""
     check_tensor(data, "take", "data")
     check_tensor(indices, "take", "indices")
     if not indices.dtype.startswith(("int", "uint")):
@@ -185,8 +196,7 @@ def take(data: Tensor, indices: Tensor, axis: int = 0, name: str = "T_take") -> 
     shape = tuple(data.shape[:axis]) + tuple(indices.shape) + tuple(data.shape[axis + 1:])
 
     def fcompute(*i):
-        j = indices(*i[axis:axis + indices.ndim]).astype("int32")
-        j = api.if_then_else(j < 0, j + extent, j)
+        j = _clip_index(indices(*i[axis:axis + indices.ndim]), extent)
         return data(*i[:axis], j, *i[axis + indices.ndim:])
     return api.compute(shape, fcompute, name=name, tag="injective")
 
@@ -194,7 +204,8 @@ def take(data: Tensor, indices: Tensor, axis: int = 0, name: str = "T_take") -> 
 def gather_elements(data: Tensor, indices: Tensor, axis: int = 0,
                     name: str = "T_gather_elements") -> Tensor:
     """ONNX GatherElements (numpy.take_along_axis): out has indices' shape, out[i] =
-    data[i with axis replaced by indices[i]]; a negative index counts from the end."""
+    data[i with axis replaced by indices[i]]; a negative index counts from the end, one
+    out of range is clipped to the nearest end (_clip_index)."""
     check_tensor(data, "gather_elements", "data")
     check_tensor(indices, "gather_elements", "indices")
     if not indices.dtype.startswith(("int", "uint")):
@@ -207,9 +218,7 @@ def gather_elements(data: Tensor, indices: Tensor, axis: int = 0,
     extent = data.shape[axis]
 
     def fcompute(*i):
-        j = indices(*i).astype("int32")
-        j = api.if_then_else(j < 0, j + extent, j)
-        return data(*i[:axis], j, *i[axis + 1:])
+        return data(*i[:axis], _clip_index(indices(*i), extent), *i[axis + 1:])
     return api.compute(tuple(indices.shape), fcompute, name=name, tag="injective")
 
 
