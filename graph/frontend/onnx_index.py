@@ -1,6 +1,6 @@
 """ONNX converters of index-built tensors, onto table ops: OneHot (an equality against a
-constant iota), GatherND (a linear index into the flattened indexed axes, then one take)
-and EyeLike (a constant).
+constant iota), GatherND (a linear index into the flattened indexed axes, then one take),
+EyeLike (a constant) and TopK (te's ranking topk).
 
 Imports numpy, graph's builder and transform modules and graph.frontend.onnx_base.
 """
@@ -115,7 +115,37 @@ def _eye_like(ins, attrs, opset, outs):
     return [builder.constant(eye, name=outs[0])]
 
 
+# TopK ranks its axis in quadratic work (te.compute.ops.topk): axes longer than this are
+# refused rather than compiled into minutes of work per row
+MAX_TOPK_AXIS = 8192
+
+
+def _top_k(ins, attrs, opset, outs):
+    x = ins[0]
+    rank = len(x.shape)
+    axis = int(attrs.get("axis", -1))
+    if not -rank <= axis < rank:
+        raise Refused("axis", f"axis {axis} is out of range for a rank-{rank} input")
+    axis %= rank
+    n = x.shape[axis]
+    if not isinstance(n, int):
+        raise Refused("axis", f"the axis' length must be constant, got {n}")
+    if n > MAX_TOPK_AXIS:
+        raise Refused("axis", f"an axis of {n} elements is longer than TopK's ranking "
+                              f"supports ({MAX_TOPK_AXIS})")
+    k = int(attrs["k"]) if opset < 10 else int(scalar(ins[1], "K"))
+    if not 1 <= k <= n:
+        raise Refused("K", f"K must be from 1 to the axis' length {n}, got {k}")
+    if not x.dtype.startswith(("float", "int", "uint")):
+        raise Refused("", f"dtype {x.dtype} is not supported")
+    # sorted=0 lets any order through; the sorted one is such an order
+    largest = int(attrs.get("largest", 1))
+    return list(apply("topk", [x], {"k": k, "axis": axis, "largest": largest}, outs[0],
+                      output_names=outs[:2]))
+
+
 INDEX_CONVERTERS = {
+    "TopK": row(_top_k, "axis", "k", "largest", "sorted"),
     "OneHot": row(_one_hot, "axis"),
     "GatherND": row(_gather_nd, "batch_dims"),
     "EyeLike": row(_eye_like, "dtype", "k"),

@@ -1,5 +1,5 @@
 """Reductions over static axes: sum, mean, max, min, prod, L1, L2, sum of squares, log of
-the sum (of exps); argmax and argmin.
+the sum (of exps); argmax and argmin; topk.
 
 One compute for the family (te.compute.ops.reduction.reduce_over) with the per-element
 map, the combiner and the final map as table data. Imports te's public API,
@@ -66,4 +66,8 @@ OPS = {**{n: _reduce_def(n, *row) for n, row in REDUCE.items()},
        "cumsum": _scan_def("cumsum", topi.cumsum),
        "cumprod": _scan_def("cumprod", topi.cumprod),
        "argmax": _arg_def("argmax", topi.argmax),
-       "argmin": _arg_def("argmin", topi.argmin)}
+       "argmin": _arg_def("argmin", topi.argmin),
+       # opaque, as the scans: a quadratic ranking of the axis, then k picks
+       "topk": OpDef("topk", Pattern.OPAQUE, lambda ins, k, axis, largest: list(topi.topk(
+           ins[0], k, axis, bool(largest), name="topk")),
+           doc="the k largest or smallest values along an axis and their int64 indices")}

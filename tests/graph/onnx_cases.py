@@ -33,7 +33,8 @@ class Const:
 
 def make_model(op_type, inputs, attrs=None, opset=13, n_out=1, out_dtype=None):
     """A one-node model; `inputs` are arrays (graph inputs), Const (initializers) or None
-    (an omitted optional input). The outputs have out_dtype, by default the first input's."""
+    (an omitted optional input). The outputs have out_dtype (one, or a list of one per
+    output), by default the first input's."""
     names, feeds, inits, vinfo = [], {}, [], []
     for k, x in enumerate(inputs):
         if x is None:
@@ -50,9 +51,11 @@ def make_model(op_type, inputs, attrs=None, opset=13, n_out=1, out_dtype=None):
     node = helper.make_node(op_type, names, outs, name="node0", **(attrs or {}))
     first = next(x for x in inputs if x is not None)
     first = first.data if isinstance(first, Const) else first
-    elem = ELEM[np.dtype(out_dtype or first.dtype).name]
+    kinds = out_dtype if isinstance(out_dtype, (list, tuple)) else [out_dtype] * n_out
+    elems = [ELEM[np.dtype(t or first.dtype).name] for t in kinds]
     g = helper.make_graph([node], "case", vinfo,
-                          [helper.make_tensor_value_info(o, elem, None) for o in outs], inits)
+                          [helper.make_tensor_value_info(o, e, None) for o, e in zip(outs, elems)],
+                          inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10 if opset >= 21 else 8
     return model, feeds

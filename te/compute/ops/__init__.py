@@ -16,7 +16,7 @@ from .nn import (avg_pool2d, batch_matmul, conv2d_nchw, depthwise_conv2d_nchw, l
                  matmul, max_pool2d, softmax)
 from .pool_phased import avg_pool2d_phased, max_pool2d_phased
 from .resize import resize
-from .reduction import argmax, argmin, cumprod, cumsum, max, min, sum  # noqa: A004
+from .reduction import argmax, argmin, cumprod, cumsum, max, min, sum, topk  # noqa: A004
 from .winograd_rows import winograd_rows_input, winograd_rows_output, winograd_rows_weight
 from .transform import (concatenate, gather_elements, pad, reshape, slice_axis, take, tile,
                         transpose)
@@ -28,7 +28,7 @@ __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "relu"
            "conv2d_transpose_nchw", "conv2d_nchw_gemm", "conv2d_nchw_phased",
            "conv2d_pack_weight", "resize", "fused_scale_shift_relu", "transpose", "reshape",
            "pad", "concatenate", "slice_axis", "sum", "max", "min", "argmax", "argmin",
-           "cumsum", "cumprod", "gather_elements", "matmul",
+           "cumsum", "cumprod", "topk", "gather_elements", "matmul",
            "batch_matmul", "conv2d_nchw", "depthwise_conv2d_nchw", "max_pool2d",
            "avg_pool2d", "max_pool2d_phased", "avg_pool2d_phased", "softmax", "layer_norm",
            "winograd_rows_input", "winograd_rows_output", "winograd_rows_weight"]

@@ -130,4 +130,50 @@ def cumprod(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = F
     return _scan(_product, "cumprod", x, axis, exclusive, reverse, name)
 
 
-__all__ = ["sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "reduce_over"]
+def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True,
+         name: str = "T_topk") -> tuple:
+    """(values, int64 indices) of the k largest (or smallest) elements along `axis`, in
+    order, ties to the smaller index (ONNX TopK, torch.topk's order). Quadratic work, for
+    short axes: stage '<name>_rank' counts, per element, the elements that come before it
+    (greater, or equal at a smaller index); output r is the element whose rank is r."""
+    check_tensor(x, "topk", "x")
+    axis = normalize_axis(axis, x.ndim, "topk")
+    n = x.shape[axis]
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1 or \
+            (hasattr(n, "value") and k > int(n.value)):
+        raise ShapeError(f"topk: k must be an int from 1 to the axis' length {n}, got {k!r}")
+    j = api.reduce_axis((0, n), "j")
+
+    def at(i, v):
+        index = list(i)
+        index[axis] = v
+        return x(*index)
+
+    def rank(*i):
+        xi, xj = at(i, i[axis]), at(i, j)
+        nan_i, nan_j = xi != xi, xj != xj     # NaN orders above every number (torch.topk)
+        numbers = api.logical_not(nan_i) & api.logical_not(nan_j)
+        if largest:
+            ahead = (nan_j & api.logical_not(nan_i)) | (numbers & (xj > xi))
+        else:
+            ahead = (nan_i & api.logical_not(nan_j)) | (numbers & (xj < xi))
+        tie = (xj == xi) | (nan_i & nan_j)
+        return api.sum(api.if_then_else(ahead | (tie & (j < i[axis])), 1, 0), axis=j)
+    ranks = api.compute(x.shape, rank, name=f"{name}_rank", tag="topk_rank")
+    shape = tuple(k if d == axis else x.shape[d] for d in range(x.ndim))
+
+    def pick(value_of, dtype, stage):
+        def fcompute(*i):
+            m = api.reduce_axis((0, n), "m")
+            index = list(i)
+            index[axis] = m
+            hit = ranks(*index) == i[axis]
+            return api.sum(api.if_then_else(hit, value_of(i, m), api.const(0, dtype)),
+                           axis=m)
+        return api.compute(shape, fcompute, name=f"{name}_{stage}", tag="topk_pick")
+    values = pick(lambda i, m: at(i, m), x.dtype, "values")
+    indices = pick(lambda i, m: m.astype("int64"), "int64", "indices")
+    return values, indices
+
+
+__all__ = ["sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "reduce_over", "topk"]
