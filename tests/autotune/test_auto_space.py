@@ -60,6 +60,7 @@ def _graphs():
     G = te.placeholder((24,), name="G")
     Bt = te.placeholder((24,), name="Bt")
     R = te.placeholder((1, 2, 5, 6), name="R")
+    T = te.placeholder((3, 29), name="T")
     return {
         "elementwise": ew,
         "sum_scalar": ops.sum(V, axis=0, keepdims=True),
@@ -72,6 +73,8 @@ def _graphs():
         "softmax": ops.softmax(S),
         "layer_norm": ops.layer_norm(L, G, Bt),
         # reads two tables per resized axis (filter taps and weights)
+        # a quadratic ranking reduction read by another reduction (k picks)
+        "topk_values": ops.topk(T, 5, axis=1)[0],
         "resize_cubic": ops.resize(R, (1, 2, 9, 4), (1, 1, 1.8, 0.7), "cubic",
                                    antialias=True, exclude_outside=True),
     }
