@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import graph
-from onnx_cases import assert_close, make_model, ort, rand
+from onnx_cases import assert_close, make_model, ort, rand, reference_outputs
 
 OPSET = 19   # AveragePool takes dilations from opset 19
 
@@ -38,19 +38,6 @@ KINDS = [("MaxPool", {}), ("AveragePool", {"count_include_pad": 0}),
 KIND_IDS = ["max", "avg", "avg_include_pad", "lp2", "lp3"]
 
 
-def reference(model, feeds):
-    """onnxruntime's outputs, or onnx's numpy reference where onnxruntime has no kernel."""
-    try:
-        sess = ort.InferenceSession(model.SerializeToString(),
-                                    providers=["CPUExecutionProvider"])
-    except Exception as e:  # noqa: BLE001  (onnxruntime's NOT_IMPLEMENTED has no own type)
-        if "NOT_IMPLEMENTED" not in str(e):
-            raise
-        from onnx.reference import ReferenceEvaluator
-        return ReferenceEvaluator(model).run(None, feeds)
-    return sess.run(None, feeds)
-
-
 def check_levels(model, feeds, ref, rtol=1e-4, atol=1e-5):
     g = graph.from_onnx(model)
     for level in ("O0", "O1"):
@@ -61,7 +48,7 @@ def check_levels(model, feeds, ref, rtol=1e-4, atol=1e-5):
 @pytest.mark.parametrize("shape,attrs", [g[1:] for g in GEOMETRY], ids=[g[0] for g in GEOMETRY])
 def test_dilated_pools_match_onnxruntime(shape, attrs, kind, extra):
     model, feeds = make_model(kind, [rand(*shape)], {**attrs, **extra}, OPSET)
-    check_levels(model, feeds, reference(model, feeds))
+    check_levels(model, feeds, reference_outputs(model, feeds))
 
 
 def _same_upper_pads(shape, attrs) -> list:
@@ -93,7 +80,7 @@ def _prepadded_reference(kind, extra, x, attrs, pads):
                    constant_values=-np.inf if kind == "MaxPool" else 0.0)
         model, feeds = make_model(kind, [a], {**attrs, **extra, "count_include_pad": 1}
                                   if kind == "AveragePool" else {**attrs, **extra}, OPSET)
-        return reference(model, feeds)[0]
+        return reference_outputs(model, feeds)[0]
     if kind == "AveragePool" and not extra["count_include_pad"]:
         return [run(x) / run(np.ones_like(x))]
     return [run(x)]
@@ -128,7 +115,7 @@ def test_dilated_one_d_pools(kind, extra):
     attrs = {"kernel_shape": [3], "dilations": [2], "strides": [2], "pads": [1, 2],
              "ceil_mode": 1}
     model, feeds = make_model(kind, [rand(2, 3, 18)], {**attrs, **extra}, OPSET)
-    check_levels(model, feeds, reference(model, feeds))
+    check_levels(model, feeds, reference_outputs(model, feeds))
 
 
 def test_ceil_mode_with_count_include_pad_counts_the_given_padding_only():
@@ -137,7 +124,7 @@ def test_ceil_mode_with_count_include_pad_counts_the_given_padding_only():
     attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1,
              "count_include_pad": 1}
     model, feeds = make_model("AveragePool", [rand(1, 2, 10, 10)], attrs, OPSET)
-    ref = reference(model, feeds)
+    ref = reference_outputs(model, feeds)
     assert ref[0].shape == (1, 2, 6, 6)
     check_levels(model, feeds, ref)
 
