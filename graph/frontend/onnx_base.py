@@ -70,6 +70,16 @@ def _graph_inputs(v) -> list:
     return found
 
 
+def distinct_axes(given, rank: int, attribute: str = "axes") -> list:
+    """An `axes` attribute as non-negative axes in its own order (ONNX pairs them with other
+    lists), refused unless each is in [-rank, rank) and none repeats."""
+    given = [int(a) for a in given]
+    if any(not -rank <= a < rank for a in given) or len({a % rank for a in given}) < len(given):
+        raise Refused(attribute, f"{attribute} {given} must be distinct axes of the "
+                                 f"rank-{rank} input")
+    return [a % rank for a in given]
+
+
 def only(attrs: dict, name: str, allowed, default):
     value = attrs.get(name, default)
     if value not in allowed:

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import builder, transform
 from ..builder import apply
-from .onnx_base import Converter, Refused, const, only, row
+from .onnx_base import Converter, Refused, const, distinct_axes, only, row
 
 _REDUCE = builder.REDUCE_FUNCTIONS
 
@@ -46,11 +46,7 @@ def _mean_variance_norm(ins, attrs, opset, outs):
     """(x - mean) / (std + 1e-9) over `axes`, as ONNX's function defines it, with the
     variance as the mean square deviation (its E[x^2] - E[x]^2 may round below zero)."""
     x = ins[0]
-    rank = len(x.shape)
-    given = list(attrs.get("axes", (0, 2, 3)))
-    if any(not -rank <= a < rank for a in given) or len({a % rank for a in given}) < len(given):
-        raise Refused("axes", f"axes {given} must be distinct axes of the rank-{rank} input")
-    axes = [a % rank for a in given]
+    axes = distinct_axes(attrs.get("axes", (0, 2, 3)), len(x.shape))
     name = outs[0]
     mean = _REDUCE["reduce_mean"](x, axes, True, name=f"{name}/mean")
     dev = apply("subtract", [x, mean], {}, f"{name}/dev")

@@ -3,21 +3,17 @@ Flatten, Transpose, Concat, Pad, Slice, Split, Expand, Gather, Tile, Resize, Con
 ConstantOfShape, Shape, ReduceX, ArgMax/ArgMin), opsets 6 to 28: where an attribute became
 an input, the converter reads whichever the model has.
 
-Imports numpy and graph's builder modules and graph.frontend.onnx_base.
+Imports numpy, te.compute.ops.resize (its antialias limit), graph's builder modules and
+graph.frontend.onnx_base.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
+from te.compute.ops.resize import MAX_FILTER_TERMS, filter_terms
 
 from .. import builder, transform
 from ..builder import apply
-from .onnx_base import Converter, Refused, const, only, row, scalar
-
-# input elements one antialiased Resize output may read: te's resize spells each out in
-# the output's expression (te.compute.ops.resize.MAX_FILTER_TERMS)
-MAX_RESIZE_TERMS = 1024
+from .onnx_base import Converter, Refused, const, distinct_axes, only, row, scalar
 
 # ---- layout --------------------------------------------------------------------------
 
@@ -158,14 +154,13 @@ def _resize(ins, attrs, opset, outs):
     shape, scales = _resize_shape(x.shape, attrs, scales, sizes)
     roi = _resize_roi(x.shape, attrs, ins[1]) if coordinate == "tf_crop_and_resize" else None
     if antialias and method != "nearest":
-        # as te's resize counts them: every resized axis, an upsampled one 2 or 4 taps
-        support = 2 if method == "cubic" else 1
-        terms = math.prod(2 * math.ceil(support / min(s, 1.0))
-                          for s, d, o in zip(scales, x.shape, shape) if s != 1.0 or d != o)
-        if terms > MAX_RESIZE_TERMS:
+        # te's resize refuses these at compile; refused here, at import
+        terms = filter_terms(method, [s for s, d, o in zip(scales, x.shape, shape)
+                                      if s != 1.0 or d != o])
+        if terms > MAX_FILTER_TERMS:
             raise Refused("antialias", f"downsampling by scales {list(scales)} reads {terms} "
                                        f"input elements per output (at most "
-                                       f"{MAX_RESIZE_TERMS})")
+                                       f"{MAX_FILTER_TERMS})")
     return [transform.resize(x, shape, scales, method, coordinate, nearest, name=outs[0],
                              cubic_a=float(attrs.get("cubic_coeff_a", -0.75)),
                              exclude_outside=bool(attrs.get("exclude_outside", 0)), roi=roi,
@@ -174,11 +169,8 @@ def _resize(ins, attrs, opset, outs):
 
 
 def _resize_axes(attrs, rank: int) -> list:
-    """Resize's `axes` (every axis by default), each in [-rank, rank), as non-negative."""
-    given = [int(a) for a in attrs.get("axes", range(rank))]
-    if any(not -rank <= a < rank for a in given) or len({a % rank for a in given}) < len(given):
-        raise Refused("axes", f"axes {given} must be distinct axes of the rank-{rank} input")
-    return [a % rank for a in given]
+    """Resize's `axes` (every axis by default), in their given order."""
+    return distinct_axes(attrs.get("axes", range(rank)), rank)
 
 
 def _resize_roi(in_shape, attrs, roi_input) -> list:

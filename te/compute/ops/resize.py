@@ -71,6 +71,13 @@ def _tap_count(method: str, scale: float | None) -> int:
     return 2 * math.ceil(support / (scale if scale is not None else 1.0))
 
 
+def filter_terms(method: str, scales) -> int:
+    """Input elements one output of an antialiased linear or cubic resize reads: the
+    product over the resized axes (their `scales`) of _tap_count. resize refuses more than
+    MAX_FILTER_TERMS; importers check the same number first."""
+    return math.prod(_tap_count(method, min(float(s), 1.0)) for s in scales)
+
+
 def _filter_weight(d, method: str, a: float):
     """The filter's weight at distance d >= 0: the triangle (linear) or Keys' cubic."""
     if method == "linear":
@@ -212,7 +219,7 @@ def resize(x: Tensor, out_shape, scales, method: str = "nearest",
         return _saturate(_balanced_sum(terms), x.dtype)
     filters = method == "cubic" or (antialias and method == "linear")
     if antialias and filters:
-        terms = math.prod(_tap_count(method, min(scales[k], 1.0)) for k in axes)
+        terms = filter_terms(method, [scales[k] for k in axes])
         if terms > MAX_FILTER_TERMS:
             raise ShapeError(f"{who}: antialiased {method} resizing by scales "
                              f"{tuple(scales)} reads {terms} input elements per output "
