@@ -3,10 +3,11 @@
 The `onnx` package parses the protobuf and is imported here only, inside functions, so the
 graph layer works without it. Initializers become constants, dim_param names become te.vars
 (one per name), and every node goes through the converter table in onnx_ops, which builds
-the same nodes a person would with the builder. Unsupported ops, attributes and
-non-constant shape inputs are collected over the whole model and refused in one
-UnsupportedError. Imports numpy, te's public API, graph's builder, errors and ir, and the
-converter tables.
+the same nodes a person would with the builder; an op without a converter that ONNX
+defines as a function is replaced by its body (onnx_function). Unsupported ops, attributes
+and non-constant shape inputs are collected over the whole model and refused in one
+UnsupportedError. Imports numpy, te's public API, graph's builder, errors and ir, the
+converter tables and onnx_function.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import te
 from ..builder import constant, input as graph_input
 from ..errors import GraphError, UnsupportedError
 from ..ir import Graph
+from .onnx_function import DEFAULT_DOMAINS, absent_inputs, expand, has_function
 from .onnx_ops import CONVERTERS, DTYPES, FLOAT16_ACCUMULATING, Refused
 
 OPSETS = (6, 28)
@@ -53,13 +55,15 @@ def from_onnx(model, shapes: dict | None = None, constants: dict | None = None) 
     env.update(_bound(g, env, dict(constants or {})))
     inputs = _inputs(g, env, dict(shapes or {}))
     env.update((v.name, v) for v in inputs)
-    problems = _check_supported(g)
+    problems = [p for k, node in enumerate(g.node)
+                for p in _node_problems(onnx, node, _node_name(node, k), opset)]
     refused = {name for _, _, name, _ in problems}
     used = {n for node in g.node for n in node.input} | {o.name for o in g.output}
     needs: list = []
     for k, node in enumerate(g.node):
-        if _node_name(node, k) not in refused:
-            _convert(onnx, node, k, opset, env, problems, used, needs)
+        name = _node_name(node, k)
+        if name not in refused:
+            _import_node(onnx, node, name, opset, env, problems, used, needs)
     if problems:
         raise _unsupported(problems, needs)
     outs = [env[o.name] for o in g.output]
@@ -154,28 +158,63 @@ def _node_name(node, k: int) -> str:
     return node.name or f"{node.op_type}#{k}"
 
 
-def _check_supported(g) -> list:
-    """Every unknown op and unknown attribute of the model, as (op, attribute, node name,
-    why); the values of known attributes are checked when the node is converted."""
-    problems = []
-    for k, node in enumerate(g.node):
-        conv = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
-        if conv is None:
-            problems.append((node.op_type, "", _node_name(node, k), "op not supported"))
+def _node_problems(onnx, node, name: str, opset: int) -> list:
+    """`node`'s unknown op or unknown attributes, as (op, attribute, node name, why); an op
+    without a converter that ONNX defines as a function is checked body node by body node
+    when it is expanded, and the values of known attributes when the node is converted."""
+    conv = CONVERTERS.get(node.op_type) if node.domain in DEFAULT_DOMAINS else None
+    if conv is None:
+        if has_function(onnx, node, opset):
+            return []
+        return [(node.op_type, "", name, "op not supported")]
+    return [(node.op_type, a.name, name, "attribute not supported")
+            for a in node.attribute if a.name not in conv.attrs] + [
+        (node.op_type, "", name, f"required input '{formal}' is absent")
+        for formal in absent_inputs(onnx, node, opset)]
+
+
+MAX_FUNCTION_DEPTH = 8  # a function whose body holds a function op, and so on
+
+
+def _import_node(onnx, node, name: str, opset: int, env: dict, problems: list, used: set,
+                 needs: list, depth: int = 0) -> None:
+    """Convert `node`, or expand an op ONNX defines as a function (graph.frontend.
+    onnx_function) and import its body nodes, named `name/<op>#<k>`, at the body's opset."""
+    if node.domain in DEFAULT_DOMAINS and node.op_type in CONVERTERS:
+        _convert(onnx, node, name, opset, env, problems, used, needs)
+        return
+    ins = [env.get(n) if n else None for n in node.input]
+    if any(n and v is None for n, v in zip(node.input, ins)):
+        return  # fed by a refused node: its problem is already listed
+    if depth >= MAX_FUNCTION_DEPTH:
+        problems.append((node.op_type, "", name, f"functions nested more than "
+                                                 f"{MAX_FUNCTION_DEPTH} deep"))
+        return
+    try:
+        body, body_opset = expand(onnx, node, opset, ins, prefix=f"{name}/")
+    except Refused as r:
+        problems.append((node.op_type, r.attribute, name, r.reason))
+        return
+    inner_used = used | {n for inner in body for n in inner.input}
+    listed = len(problems)
+    for k, inner in enumerate(body):
+        inner_name = f"{name}/{_node_name(inner, k)}"
+        inner_problems = _node_problems(onnx, inner, inner_name, body_opset)
+        if inner_problems:
+            problems.extend(inner_problems)
             continue
-        for a in node.attribute:
-            if a.name not in conv.attrs:
-                problems.append((node.op_type, a.name, _node_name(node, k),
-                                 "attribute not supported"))
-    return problems
+        _import_node(onnx, inner, inner_name, body_opset, env, problems, inner_used, needs,
+                     depth + 1)
+    if len(problems) == listed:  # every body node imported, yet an output may be missing
+        problems.extend((node.op_type, "", name, f"output '{out}' is not supported")
+                        for out in node.output if out in used and out not in env)
 
 
-def _convert(onnx, node, k: int, opset: int, env: dict, problems: list, used: set,
+def _convert(onnx, node, name: str, opset: int, env: dict, problems: list, used: set,
              needs: list) -> None:
     ins = [env.get(n) if n else None for n in node.input]
     if any(n and v is None for n, v in zip(node.input, ins)):
         return  # fed by a refused node: its problem is already listed
-    name = _node_name(node, k)
     if node.op_type in FLOAT16_ACCUMULATING and any(
             v is not None and v.dtype == "float16" for v in ins):
         problems.append((node.op_type, "", name, "float16 inputs are not supported (its "

@@ -1,5 +1,6 @@
 """ONNX converters of ops built from several table ops (RMSNormalization, LpNormalization,
-MeanVarianceNormalization, GroupNormalization, Hardmax, DepthToSpace, SpaceToDepth) or onto
+MeanVarianceNormalization, GroupNormalization, Hardmax, DepthToSpace, SpaceToDepth,
+RotaryEmbedding) or onto
 one with a data-dependent index or running reduction (GatherElements, CumSum, CumProd), and
 BitShift and Swish.
 
@@ -130,9 +131,72 @@ def _space_to_depth(ins, attrs, opset, outs):
         raise Refused("", f"only 4-d input is supported, got {len(x.shape)}-d")
     b = int(attrs["blocksize"])
     n, c, h, w = x.shape
+    # DCR (the only order before opset 28) puts the block offset before the channel, CRD
+    # after it: the inverses of DepthToSpace's two modes
+    crd = only(attrs, "mode", ("DCR", "CRD"), "DCR") == "CRD"
     t = transform.reshape(x, (n, c, h // b, b, w // b, b), name=f"{outs[0]}/split")
-    t = transform.transpose(t, (0, 3, 5, 1, 2, 4), name=f"{outs[0]}/perm")
+    t = transform.transpose(t, (0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4),
+                            name=f"{outs[0]}/perm")
     return [transform.reshape(t, (n, c * b * b, h // b, w // b), name=outs[0])]
+
+
+def _rotary_embedding(ins, attrs, opset, outs):
+    """RoPE as ONNX's reference computes it, on a (batch, seq, heads, head_size) view: the
+    first rotary_embedding_dim features of each head, paired as halves or interleaved, are
+    rotated by the cos/sin of their position (cos_cache[position_ids] when given); the rest
+    pass through. Built here rather than from ONNX's body, whose split leaves an empty
+    pass-through piece when the whole head rotates."""
+    x, cos, sin, positions = (list(ins) + [None])[:4]
+    name = outs[0]
+    if len(x.shape) == 4:
+        view = transform.transpose(x, (0, 2, 1, 3), name=f"{name}/bshd")
+    elif len(x.shape) == 3:
+        heads = int(attrs.get("num_heads", 0))
+        if heads < 1 or not isinstance(x.shape[2], int) or x.shape[2] % heads:
+            raise Refused("num_heads", f"num_heads must divide the hidden size of a 3-d "
+                                       f"input, got {heads} for shape {list(x.shape)}")
+        view = transform.reshape(x, (*x.shape[:2], heads, x.shape[2] // heads),
+                                 name=f"{name}/bshd")
+    else:
+        raise Refused("", f"input must be 3-d or 4-d, got shape {list(x.shape)}")
+    head = view.shape[3]
+    dim = int(attrs.get("rotary_embedding_dim", 0)) or head
+    if dim % 2 or dim > head:
+        raise Refused("rotary_embedding_dim", f"rotary_embedding_dim must be even and at most "
+                                              f"the head size {head}, got {dim}")
+    if positions is not None:
+        cos = transform.take(cos, positions, 0, name=f"{name}/cos_at")
+        sin = transform.take(sin, positions, 0, name=f"{name}/sin_at")
+    if cos.shape[-1] != dim // 2 or sin.shape[-1] != dim // 2 or len(cos.shape) != 3:
+        raise Refused("", f"cos_cache and sin_cache must give (batch, seq, {dim // 2}) "
+                          f"(rotary_embedding_dim / 2), got {list(cos.shape)}")
+    cos = transform.unsqueeze(cos, [2], name=f"{name}/cos")
+    sin = transform.unsqueeze(sin, [2], name=f"{name}/sin")
+    interleaved = int(attrs.get("interleaved", 0))
+    if interleaved:
+        x1 = transform.slice(view, [0], [dim], [3], [2], name=f"{name}/x1")
+        x2 = transform.slice(view, [1], [dim], [3], [2], name=f"{name}/x2")
+    else:
+        x1 = transform.slice(view, [0], [dim // 2], [3], name=f"{name}/x1")
+        x2 = transform.slice(view, [dim // 2], [dim], [3], name=f"{name}/x2")
+
+    def mul(a, b, tag):
+        return apply("multiply", [a, b], {}, f"{name}/{tag}")
+    real = apply("subtract", [mul(cos, x1, "c1"), mul(sin, x2, "s2")], {}, f"{name}/real")
+    imag = apply("add", [mul(sin, x1, "s1"), mul(cos, x2, "c2")], {}, f"{name}/imag")
+    if interleaved:
+        pairs = transform.concatenate(
+            [transform.unsqueeze(real, [4], name=f"{name}/re"),
+             transform.unsqueeze(imag, [4], name=f"{name}/im")], 4, name=f"{name}/pairs")
+        rotated = transform.reshape(pairs, (*view.shape[:3], dim), name=f"{name}/rotated")
+    else:
+        rotated = transform.concatenate([real, imag], 3, name=f"{name}/rotated")
+    if dim < head:
+        rest = transform.slice(view, [dim], [head], [3], name=f"{name}/pass")
+        rotated = transform.concatenate([rotated, rest], 3, name=f"{name}/joined")
+    if len(x.shape) == 3:
+        return [transform.reshape(rotated, x.shape, name=name)]
+    return [transform.transpose(rotated, (0, 2, 1, 3), name=name)]
 
 
 def _gather_elements(ins, attrs, opset, outs):
@@ -168,8 +232,10 @@ COMPOSITE_CONVERTERS = {
     "MeanVarianceNormalization": row(_mean_variance_norm, "axes"),
     "GroupNormalization": row(_group_norm, "epsilon", "num_groups", "stash_type"),
     "DepthToSpace": row(_depth_to_space, "blocksize", "mode"),
-    "SpaceToDepth": row(_space_to_depth, "blocksize"),
+    "SpaceToDepth": row(_space_to_depth, "blocksize", "mode"),
     "GatherElements": row(_gather_elements, "axis"),
+    "RotaryEmbedding": row(_rotary_embedding, "interleaved", "num_heads",
+                           "rotary_embedding_dim"),
     "CumSum": _scan("cumsum"),
     "CumProd": _scan("cumprod"),
     "BitShift": row(_bit_shift, "direction"),
