@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 import te
+from te.compute.ops.transform import PAD_MODES
 
 from .builder import apply, normalize_axes
 from .errors import GraphError
@@ -81,14 +82,21 @@ def concatenate(values, axis: int = 0, name: str | None = None):
     return apply("concatenate", values, {"axis": axis}, name)
 
 
-def pad(x, pad_before, pad_after, value: float = 0.0, name: str | None = None):
+def pad(x, pad_before, pad_after, value: float = 0.0, name: str | None = None,
+        mode: str = "constant"):
+    """numpy.pad in mode constant (value), edge, reflect or wrap; a negative pad crops that
+    many elements first (ONNX Pad). te.compute.ops.pad checks what each mode needs."""
     n = len(x.shape)
     before, after = tuple(int(p) for p in pad_before), tuple(int(p) for p in pad_after)
-    if len(before) != n or len(after) != n or min(before + after, default=0) < 0:
-        raise GraphError(f"graph.pad: pad_before and pad_after must be {n} ints >= 0, got "
+    if len(before) != n or len(after) != n:
+        raise GraphError(f"graph.pad: pad_before and pad_after must be {n} ints, got "
                          f"{pad_before!r}, {pad_after!r}")
-    return apply("pad", [x], {"pad_before": before, "pad_after": after,
-                              "value": float(value)}, name)
+    if mode not in PAD_MODES:
+        raise GraphError(f"graph.pad: mode must be one of {list(PAD_MODES)}, got {mode!r}")
+    attrs = {"pad_before": before, "pad_after": after, "value": float(value)}
+    if mode != "constant":  # constant pads keep the attributes (node text, cache keys) they had
+        attrs["mode"] = mode
+    return apply("pad", [x], attrs, name)
 
 
 def slice(x, starts, ends, axes=None, steps=None, name: str | None = None):  # noqa: A001

@@ -1,6 +1,7 @@
 """ONNX converters of index-built tensors, onto table ops: OneHot (an equality against a
 constant iota), GatherND (a linear index into the flattened indexed axes, then one take),
-EyeLike (a constant) and TopK (te's ranking topk).
+EyeLike (a constant), TopK (te's ranking topk), and the scatters: Scatter, ScatterElements,
+ScatterND (te's gather-side scans, sized against MAX_SCATTER_WORK) and TensorScatter.
 
 Imports numpy, graph's builder and transform modules and graph.frontend.onnx_base.
 """
@@ -12,7 +13,7 @@ import numpy as np
 
 from .. import builder, transform
 from ..builder import apply
-from .onnx_base import DTYPES, Refused, row, scalar
+from .onnx_base import DTYPES, Refused, only, row, scalar
 
 
 def _static(v, what: str) -> tuple:
@@ -144,7 +145,99 @@ def _top_k(ins, attrs, opset, outs):
                       output_names=outs[:2]))
 
 
+# A scatter is computed gather-side (te.compute.ops.scatter): each output element scans
+# every update that could be aimed at it. Scans of more element x candidate pairs than this
+# are refused rather than compiled into seconds of work per run
+MAX_SCATTER_WORK = 1 << 28
+
+
+def _scatter_checks(data, indices, updates, attrs) -> str:
+    """The reduction attribute, once data's dtype can take it; constant shapes for the
+    work estimate; data of rank 1 or more."""
+    reduction = only(attrs, "reduction", ("none", "add", "mul", "max", "min"), "none")
+    for v, what in ((data, "data"), (indices, "indices"), (updates, "updates")):
+        _static(v, what)
+    if not data.shape:
+        raise Refused("", "data must have rank 1 or more, got a 0-d tensor")
+    if reduction != "none" and data.dtype == "bool":
+        raise Refused("reduction", f"reduction '{reduction}' needs numbers, got bool data")
+    if reduction in ("add", "mul") and data.dtype == "float16":
+        raise Refused("reduction", f"reduction '{reduction}' of float16 data is not supported "
+                                   f"(its float16 accumulation rounds differently from "
+                                   f"ONNX's reference)")
+    return reduction
+
+
+def _check_work(op: str, elements: int, candidates: int) -> None:
+    if elements * candidates > MAX_SCATTER_WORK:
+        raise Refused("", f"{op} would compare {elements} output elements with {candidates} "
+                          f"candidate updates each ({elements * candidates} pairs, at most "
+                          f"{MAX_SCATTER_WORK})")
+
+
+def _scatter_elements(ins, attrs, opset, outs):
+    """ScatterElements (and the deprecated Scatter of opsets 9 and 10, the same op without
+    `reduction`)."""
+    data, indices, updates = ins[0], ins[1], ins[2]
+    reduction = _scatter_checks(data, indices, updates, attrs)
+    rank = len(data.shape)
+    axis = int(attrs.get("axis", 0))
+    if not -rank <= axis < rank:
+        raise Refused("axis", f"axis {axis} is out of range for a rank-{rank} input")
+    axis %= rank
+    if len(indices.shape) != rank or tuple(updates.shape) != tuple(indices.shape):
+        raise Refused("", f"indices and updates must have one shape of data's rank {rank}, "
+                          f"got {list(indices.shape)} and {list(updates.shape)}")
+    if any(i > d for k, (i, d) in enumerate(zip(indices.shape, data.shape)) if k != axis):
+        raise Refused("", f"indices {list(indices.shape)} must be no larger than data "
+                          f"{list(data.shape)} off the axis {axis}")
+    _check_work("ScatterElements", math.prod(data.shape), indices.shape[axis])
+    return [apply("scatter_elements", [data, indices, updates],
+                  {"axis": axis, "reduction": reduction}, outs[0])]
+
+
+def _scatter_nd(ins, attrs, opset, outs):
+    data, indices, updates = ins[0], ins[1], ins[2]
+    reduction = _scatter_checks(data, indices, updates, attrs)
+    dshape, ishape = tuple(data.shape), tuple(indices.shape)
+    q = ishape[-1] if ishape else 0
+    if not 1 <= q <= len(dshape):
+        raise Refused("", f"indices' last dim must be from 1 to data's rank {len(dshape)}, "
+                          f"got indices {list(ishape)}")
+    want = ishape[:-1] + dshape[q:]
+    if tuple(updates.shape) != want:
+        raise Refused("", f"updates must have shape {list(want)} (indices' rows, then data's "
+                          f"dims after the first {q}), got {list(updates.shape)}")
+    rows = math.prod(ishape[:-1])
+    # 'none' finds the last row per indexed position, the others combine per element
+    scanned = math.prod(dshape[:q]) if reduction == "none" else math.prod(dshape)
+    _check_work("ScatterND", scanned, rows)
+    return [apply("scatter_nd", [data, indices, updates], {"reduction": reduction}, outs[0])]
+
+
+def _tensor_scatter(ins, attrs, opset, outs):
+    past, update, write_indices = ins[0], ins[1], ins[2] if len(ins) > 2 else None
+    mode = only(attrs, "mode", ("linear", "circular"), "linear")
+    rank = len(past.shape)
+    axis = int(attrs.get("axis", -2))
+    if not -rank <= axis < rank or axis % rank == 0:
+        raise Refused("axis", f"axis {axis} must name a non-batch axis of the rank-{rank} "
+                              f"cache (from {-rank} to {rank - 1}, not 0 or {-rank})")
+    axis %= rank
+    length, room = update.shape[axis], past.shape[axis]
+    if isinstance(length, int) and isinstance(room, int) and length > room:
+        raise Refused("", f"update's sequence length {length} must be at most the cache's "
+                          f"{room} (axis {axis})")
+    inputs = [past, update] + ([write_indices] if write_indices is not None else [])
+    return [apply("tensor_scatter", inputs, {"axis": axis, "circular": mode == "circular"},
+                  outs[0])]
+
+
 INDEX_CONVERTERS = {
+    "Scatter": row(_scatter_elements, "axis"),
+    "ScatterElements": row(_scatter_elements, "axis", "reduction"),
+    "ScatterND": row(_scatter_nd, "reduction"),
+    "TensorScatter": row(_tensor_scatter, "axis", "mode"),
     "TopK": row(_top_k, "axis", "k", "largest", "sorted"),
     "OneHot": row(_one_hot, "axis"),
     "GatherND": row(_gather_nd, "batch_dims"),

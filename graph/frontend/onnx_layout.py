@@ -3,13 +3,15 @@ Flatten, Transpose, Concat, Pad, Slice, Split, Expand, Gather, Tile, Resize, Con
 ConstantOfShape, Shape, ReduceX, ArgMax/ArgMin), opsets 6 to 28: where an attribute became
 an input, the converter reads whichever the model has.
 
-Imports numpy, te.compute.ops.resize (its antialias limit), graph's builder modules and
-graph.frontend.onnx_base.
+Imports numpy, te.compute.ops.resize (its antialias limit), te.compute.ops.transform (the
+pad modes and their checks), te.errors, graph's builder modules and graph.frontend.onnx_base.
 """
 from __future__ import annotations
 
 import numpy as np
 from te.compute.ops.resize import MAX_FILTER_TERMS, filter_terms
+from te.compute.ops.transform import PAD_MODES, pad_kept_sizes
+from te.errors import ShapeError
 
 from .. import builder, transform
 from ..builder import apply
@@ -58,23 +60,40 @@ def _concat(ins, attrs, opset, outs):
 
 
 def _pad(ins, attrs, opset, outs):
-    only(attrs, "mode", ("constant",), "constant")
+    """Pad from opset 2: pads (and the constant value) attributes before opset 11, inputs
+    from it on, `axes` from 18, mode 'wrap' from 19. What te cannot pad (a reflection past
+    the axis's ends, a crop of every element) is refused with te's reason, before the
+    builder would raise it as an error."""
+    mode = only(attrs, "mode", PAD_MODES, "constant")
     x = ins[0]
     n = len(x.shape)
     if opset < 11:
-        pads, value = attrs["pads"], attrs.get("value", 0.0)
+        pads, value = list(attrs["pads"]), attrs.get("value", 0.0)
     else:
         pads = [int(p) for p in const(ins[1], "pads")]
         value = scalar(ins[2], "constant_value") if len(ins) > 2 and ins[2] else 0.0
         if len(ins) > 3 and ins[3] is not None:
-            axes = [int(a) % n for a in const(ins[3], "axes")]
-            full = [0] * (2 * n)
-            for k, a in enumerate(axes):
-                full[a], full[n + a] = pads[k], pads[len(axes) + k]
-            pads = full
-    if min(pads) < 0:
-        raise Refused("pads", "negative pads (cropping) are not supported")
-    return [transform.pad(x, pads[:n], pads[n:], value, name=outs[0])]
+            pads = _pads_of_axes(pads, distinct_axes(const(ins[3], "axes"), n), n)
+    if len(pads) != 2 * n:
+        raise Refused("pads", f"pads must hold 2 values per padded axis ({2 * n}), got "
+                              f"{len(pads)}")
+    try:
+        pad_kept_sizes(x.shape, pads[:n], pads[n:], mode)
+    except ShapeError as e:
+        raise Refused("pads", str(e)) from None
+    return [transform.pad(x, pads[:n], pads[n:], value, name=outs[0], mode=mode)]
+
+
+def _pads_of_axes(pads: list, axes: list, n: int) -> list:
+    """Pads given for some axes (begins, then ends, in the order of `axes`) as pads of all
+    n axes, zero on the others."""
+    if len(pads) != 2 * len(axes):
+        raise Refused("pads", f"pads must hold 2 values per axis in axes {axes}, got "
+                              f"{len(pads)}")
+    full = [0] * (2 * n)
+    for k, a in enumerate(axes):
+        full[a], full[n + a] = pads[k], pads[len(axes) + k]
+    return full
 
 
 def _slice(ins, attrs, opset, outs):

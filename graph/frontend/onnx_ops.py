@@ -1,7 +1,7 @@
 """The ONNX converter table: ONNX op type -> (the attributes it understands, a function
 building the op from graph builder calls), for opsets 6 to 28. The elementwise and nn
 converters are here, the layout, reduction and constant ones in onnx_layout, more in
-onnx_math and onnx_composite.
+onnx_math, onnx_composite, onnx_index, onnx_einsum and onnx_sample.
 
 A converter takes (inputs as graph Values or None, attributes as Python values, opset,
 output names) and returns the output Values; it may return fewer than the node has (a
@@ -9,7 +9,7 @@ Dropout's mask): the importer refuses the model only if one of those is used. Wh
 opsets differ (an attribute that became an input, a changed default) the converter reads
 whichever the model has. A value this layer cannot take (a shape input that is not a
 constant, a mode it does not implement) raises Refused, collected by the importer.
-Imports numpy, graph's builder modules and graph.frontend.onnx_{base,layout}.
+Imports numpy, graph's builder modules and those sibling converter modules.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from .onnx_einsum import EINSUM_CONVERTERS
 from .onnx_index import INDEX_CONVERTERS
 from .onnx_layout import LAYOUT_CONVERTERS
 from .onnx_math import MATH_CONVERTERS, legacy_broadcast
+from .onnx_sample import SAMPLE_CONVERTERS
 
 
 # ---- elementwise ---------------------------------------------------------------------
@@ -110,18 +111,20 @@ def _spatial(x, attrs, who: str, kernel) -> tuple:
 
 def _one_d(convert):
     """A 1-d window op (N, C, W) as the 2-d one over (N, C, 1, W): a height of one, with
-    every window attribute given a leading 1 (or 0 pads), then the result reshaped back."""
+    every window attribute given a height entry (a kernel, stride, dilation and output size
+    of 1, no padding), then the result reshaped back."""
     def fn(ins, attrs, opset, outs):
         x = ins[0]
         if len(x.shape) != 3:
             return convert(ins, attrs, opset, outs)
-        lead = {"kernel_shape": 1, "strides": 1, "dilations": 1}
+        lead = {"kernel_shape": 1, "strides": 1, "dilations": 1, "output_padding": 0,
+                "output_shape": 1}
         attrs2 = {k: ([lead[k]] + list(v) if k in lead else v) for k, v in attrs.items()}
         if "pads" in attrs:
             attrs2["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
         ins2 = [transform.reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2]),
                                   name=f"{outs[0]}/in2d")]
-        if len(ins) > 1:  # a conv weight (OC, C // groups, K)
+        if len(ins) > 1:  # a conv weight (OC, C // groups, K) or (C, OC // groups, K)
             w = ins[1]
             ins2.append(transform.reshape(w, (w.shape[0], w.shape[1], 1, w.shape[2]),
                                           name=f"{outs[0]}/w2d"))
@@ -140,18 +143,59 @@ def _conv(ins, attrs, opset, outs):
 
 
 def _conv_transpose(ins, attrs, opset, outs):
-    if "output_shape" in attrs:
-        raise Refused("output_shape", "give pads and output_padding instead")
-    auto = attrs.get("auto_pad", "NOTSET")
-    if auto not in ("NOTSET", "VALID"):
-        raise Refused("auto_pad", f"value {auto!r} not supported")
-    w = ins[1]
+    """ConvTranspose, 2-d (1-d through _one_d): pads as given, or derived from the output
+    size that output_shape or auto_pad SAME_* asks for (_transpose_pads)."""
+    x, w = ins[0], ins[1]
     kernel = tuple(attrs.get("kernel_shape", w.shape[2:]))
-    strides, dil, pads = _spatial(ins[0], attrs, "ConvTranspose", kernel)
+    if len(x.shape) == 4 and kernel != tuple(w.shape[2:]):
+        raise Refused("kernel_shape", f"kernel_shape {list(kernel)} must match the weight's "
+                                      f"spatial shape {list(w.shape[2:])}")
+    auto = only(attrs, "auto_pad", ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"), "NOTSET")
+    given = "output_shape" not in attrs and auto in ("NOTSET", "VALID")
+    strides, dil, pads = _spatial(x, attrs if given else {**attrs, "auto_pad": "VALID"},
+                                  "ConvTranspose", kernel)
+    out_pad = tuple(attrs.get("output_padding", (0, 0)))
+    if not given:
+        pads, out_pad = _transpose_pads(x, attrs, kernel, strides, dil, out_pad)
     bias = ins[2] if len(ins) > 2 else None
-    return [nn.conv2d_transpose(ins[0], w, bias, strides, pads, dil,
-                                tuple(attrs.get("output_padding", (0, 0))),
+    return [nn.conv2d_transpose(x, w, bias, strides, pads, dil, out_pad,
                                 int(attrs.get("group", 1)), name=outs[0])]
+
+
+def _transpose_pads(x, attrs, kernel, strides, dil, out_pad) -> tuple:
+    """(pads as (top, left, bottom, right), output_padding) that give a ConvTranspose the
+    output size of its output_shape, else auto_pad SAME_*'s input size times stride. ONNX:
+    total = stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - out, the odd
+    element cropped at the end for SAME_UPPER, at the start otherwise; given pads are
+    ignored. A larger output (total < 0) has zeros at the end, as in onnxruntime, which
+    allows up to stride - 1 of them; ONNX's reference fails there, and with auto_pad SAME
+    it puts them elsewhere and onnxruntime gives a smaller output: refused."""
+    sizes = x.shape[2:]
+    if not all(isinstance(d, int) for d in sizes):
+        raise Refused("output_shape", "output_shape and auto_pad SAME need a constant input "
+                                      "size")
+    want = list(attrs.get("output_shape") or [d * s for d, s in zip(sizes, strides)])
+    if len(want) != len(sizes):
+        raise Refused("output_shape", f"output_shape must hold one size per spatial axis "
+                                      f"({len(sizes)}), got {want}")
+    auto = attrs.get("auto_pad", "NOTSET")
+    begin, end, extra = [], [], []
+    for size, out, k, s, d, op in zip(sizes, want, kernel, strides, dil, out_pad):
+        full = s * (size - 1) + (k - 1) * d + 1
+        total = full + op - out
+        if total < 0 and auto.startswith("SAME"):
+            raise Refused("auto_pad", f"auto_pad {auto} with an output larger than the full "
+                                      f"one ({out} > {full + op}) is not supported: "
+                                      f"onnxruntime and ONNX's reference disagree on it")
+        if out < 1 or (total < 0 and out - full >= s):
+            raise Refused("output_shape", f"output_shape {list(want)}: each size must be "
+                                          f"in [1, {full + max(s - 1, op)}] for a size-{size} "
+                                          f"input with stride {s}, got {out}")
+        small, big = max(0, total) // 2, max(0, total) - max(0, total) // 2
+        begin.append(small if auto == "SAME_UPPER" else big)
+        end.append(big if auto == "SAME_UPPER" else small)
+        extra.append(out - full if total < 0 else op)
+    return (begin[0], begin[1], end[0], end[1]), tuple(extra)
 
 
 def _extents(kernel, dil) -> tuple:
@@ -349,7 +393,8 @@ CONVERTERS = {
     "Mean": _variadic("add", mean=True),
     "PRelu": row(_prelu),
     "Conv": row(_one_d(_conv), "group", *_WINDOW),
-    "ConvTranspose": row(_conv_transpose, "group", "output_padding", "output_shape", *_WINDOW),
+    "ConvTranspose": row(_one_d(_conv_transpose), "group", "output_padding", "output_shape",
+                         *_WINDOW),
     "MaxPool": row(_one_d(_pool("MaxPool")), "ceil_mode", "storage_order", *_WINDOW),
     "AveragePool": row(_one_d(_pool("AveragePool")), "ceil_mode", "count_include_pad",
                        *_WINDOW),
@@ -371,4 +416,5 @@ CONVERTERS = {
     **COMPOSITE_CONVERTERS,
     **INDEX_CONVERTERS,
     **EINSUM_CONVERTERS,
+    **SAMPLE_CONVERTERS,
 }

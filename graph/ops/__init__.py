@@ -2,7 +2,7 @@
 schedule family, te compute). The only registry of the graph layer; frontends and the
 builder look ops up here, nowhere else.
 
-Imports graph.ops.{base,elementwise,nn,transform,reduce}.
+Imports graph.ops.{base,elementwise,nn,transform,reduce,scatter}.
 """
 from .base import OpDef, Pattern, build_compute, infer, placeholders
 from .elementwise import BINARY, UNARY
@@ -10,9 +10,10 @@ from .elementwise import OPS as _ELEMENTWISE
 from .nn import OPS as _NN
 from .reduce import OPS as _REDUCE
 from .reduce import REDUCE
+from .scatter import OPS as _SCATTER
 from .transform import OPS as _TRANSFORM
 
-OPS = {**_ELEMENTWISE, **_NN, **_TRANSFORM, **_REDUCE}
+OPS = {**_ELEMENTWISE, **_NN, **_TRANSFORM, **_REDUCE, **_SCATTER}
 
 __all__ = ["OPS", "OpDef", "Pattern", "UNARY", "BINARY", "REDUCE", "build_compute", "infer",
            "markdown_table", "placeholders"]

@@ -1,5 +1,5 @@
 """Injective layout ops: reshape, transpose, concatenate, pad, slice, expand, split, take
-(gather), tile; and where (a broadcasting select).
+(gather), tile; resize and grid_sample (interpolation); and where (a broadcasting select).
 
 Attributes are static (shapes, axes and offsets known when the graph is built), so each
 output shape follows from the inputs' shapes alone. Imports te's public API,
@@ -50,9 +50,9 @@ OPS = {op.name: op for op in (
           lambda ins, axis: topi.concatenate(list(ins), axis, name="concatenate"),
           (1, 1 << 16), doc="join along an axis"),
     OpDef("pad", Pattern.INJECTIVE,
-          lambda ins, pad_before, pad_after, value: topi.pad(
-              ins[0], pad_before, pad_after, value, name="pad"),
-          doc="constant padding"),
+          lambda ins, pad_before, pad_after, value, mode="constant": topi.pad(
+              ins[0], pad_before, pad_after, value, name="pad", mode=mode),
+          doc="constant, edge, reflect or wrap padding; negative pads crop"),
     OpDef("slice", Pattern.INJECTIVE, slice_, doc="strided slices on several axes"),
     OpDef("expand", Pattern.BROADCAST, expand, doc="numpy broadcast to a shape"),
     OpDef("split", Pattern.INJECTIVE, split, doc="consecutive pieces along an axis"),
@@ -73,6 +73,11 @@ OPS = {op.name: op for op in (
                       name="resize", cubic_a=cubic_a, exclude_outside=exclude_outside,
                       roi=roi, extrapolation_value=extrapolation_value, antialias=antialias),
           doc="nearest, linear or cubic resizing to a shape (ONNX Resize)"),
+    OpDef("grid_sample", Pattern.INJECTIVE,
+          lambda ins, mode, padding_mode, align_corners: topi.grid_sample(
+              ins[0], ins[1], mode, padding_mode, align_corners, name="grid_sample"), (2, 2),
+          doc="nearest, linear or cubic sampling at the positions a grid gives, outside "
+              "padded by zeros, border or reflection (ONNX GridSample)"),
     OpDef("where", Pattern.BROADCAST,
           lambda ins: topi.where(ins[0], ins[1], ins[2], name="where"), (3, 3),
           doc="select by a condition, the three broadcast (numpy.where)"),

@@ -61,6 +61,7 @@ def _graphs():
     Bt = te.placeholder((24,), name="Bt")
     R = te.placeholder((1, 2, 5, 6), name="R")
     T = te.placeholder((3, 29), name="T")
+    PR = te.placeholder((2, 9, 21), name="PR")
     return {
         "elementwise": ew,
         "sum_scalar": ops.sum(V, axis=0, keepdims=True),
@@ -75,6 +76,10 @@ def _graphs():
         # reads two tables per resized axis (filter taps and weights)
         # a quadratic ranking reduction read by another reduction (k picks)
         "topk_values": ops.topk(T, 5, axis=1)[0],
+        # index arithmetic (a reflection, a modulo) read by another stage, or the output
+        "pad_reflect_scaled": ops.multiply(ops.pad(PR, (0, 2, 3), (1, -1, 7), mode="reflect"),
+                                           2.0),
+        "pad_wrap": ops.pad(PR, (1, 0, 25), (0, -3, 2), mode="wrap"),
         "resize_cubic": ops.resize(R, (1, 2, 9, 4), (1, 1, 1.8, 0.7), "cubic",
                                    antialias=True, exclude_outside=True),
     }

@@ -33,7 +33,19 @@ CASES = [
     (lambda: ops.reshape(A, (-1, 5)), te.ShapeError,
      "reshape: cannot reshape (7, 13) (91 elements) to (-1, 5)"),
     (lambda: ops.pad(A, (1,)), te.ShapeError, "pad: pad_before must be an int or 2 ints, got (1,)"),
-    (lambda: ops.pad(A, (1, -1)), te.ShapeError, "pad: pad_before must be >= 0, got (1, -1)"),
+    (lambda: ops.pad(A, (1, -7), (0, -6)), te.ShapeError,
+     "pad: the negative pads of axis 1 (size 13) must leave at least one element, got "
+     "pad_before -7 and pad_after -6"),
+    (lambda: ops.pad(A, (1, 2), mode="symmetric"), te.ShapeError,
+     "pad: mode must be one of ['constant', 'edge', 'reflect', 'wrap'], got 'symmetric'"),
+    (lambda: ops.pad(A, (1, 2), (7, 0), mode="reflect"), te.ShapeError,
+     "pad: mode 'reflect' needs each pad of axis 0 smaller than the axis (7 elements), got "
+     "pad_before 1 and pad_after 7"),
+    (lambda: ops.pad(A, (0, 9), (0, -4), mode="reflect"), te.ShapeError,
+     "pad: mode 'reflect' needs each pad of axis 1 smaller than the axis (9 elements after "
+     "cropping), got pad_before 9 and pad_after -4"),
+    (lambda: ops.pad(te.placeholder((te.var("n"), 3)), (1, 0), mode="edge"), te.ShapeError,
+     "pad: mode 'edge' with these pads needs a constant size on axis 0, got shape (n, 3)"),
     (lambda: ops.concatenate([A, V], 0), te.ShapeError,
      "concatenate: tensors[1] must have 2 dimensions like tensors[0], got 1"),
     (lambda: ops.concatenate([A, te.placeholder((7, 13)), AI], 0), te.ShapeError,

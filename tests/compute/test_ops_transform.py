@@ -1,9 +1,10 @@
 """te.compute.ops transform family against numpy: transpose, reshape, pad, concatenate,
 slice_axis.
 
-Random non-zero inputs, odd sizes, size-1 dims, float32 and int32; padding on every side,
-negative steps; each op under the default schedule and under split/tile/fuse/vectorize
-schedules, pad both inlined and materialized. Imports te, te.compute.ops, numpy, helpers.
+Random non-zero inputs, odd sizes, size-1 dims, float32 and int32; padding on every side in
+every mode (constant, edge, reflect, wrap; negative pads crop), negative steps; each op
+under the default schedule and under split/tile/fuse/vectorize schedules, pad both inlined
+and materialized. Imports te, te.compute.ops, numpy, helpers.
 """
 import numpy as np
 import pytest
@@ -114,15 +115,63 @@ def test_pad_after_defaults_to_before():
     check(te.create_schedule(B.op), [A], [B], lambda a: np.pad(a, ((2, 2), (1, 1))))
 
 
-def _pad_then_scale():
+def numpy_pad(a, before, after, mode, value=0.0):
+    """numpy.pad of `a` cropped first by the negative pads (ONNX Pad's order)."""
+    crop = tuple(slice(max(0, -b), n - max(0, -e)) for n, b, e in zip(a.shape, before, after))
+    widths = [(max(0, b), max(0, e)) for b, e in zip(before, after)]
+    extra = {"constant_values": value} if mode == "constant" else {}
+    return np.pad(a[crop], widths, mode, **extra)
+
+
+# (before, after) on a (7, 13) input; reflect's pads stay below the (cropped) axis sizes
+MODE_PADS = {
+    "both-sides": ((2, 3), (4, 1)),
+    "to-the-limit": ((6, 0), (0, 12)),
+    "crop-and-pad": ((-2, 4), (3, -5)),
+    "crop-only": ((-1, 0), (0, -3)),
+}
+MODES = ["constant", "edge", "reflect", "wrap"]
+
+
+@pytest.mark.parametrize("pads", MODE_PADS, ids=str)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("sched", [sched_default, sched_fuse_parallel], ids=["default", "fuse"])
+def test_pad_modes_match_numpy(mode, pads, sched):
+    before, after = MODE_PADS[pads]
     A = te.placeholder((7, 13), name="A")
-    P = ops.pad(A, (2, 1), (1, 3), 0.5)
+    B = ops.pad(A, before, after, -1.5, mode=mode)
+    s = te.create_schedule(B.op)
+    sched(s, B)
+    check(s, [A], [B], lambda a: numpy_pad(a, before, after, mode, -1.5))
+
+
+@pytest.mark.parametrize("mode", ["edge", "wrap"])
+def test_edge_and_wrap_pad_past_the_axis_size(mode):
+    """Edge repeats the end element and wrap goes round again as often as the pads ask
+    (numpy's answer); int32, a size-1 axis, a 3-d input, split and vectorized."""
+    before, after = (9, 4, 0), (2, 0, 15)
+    A = te.placeholder((3, 1, 5), "int32", name="A")
+    B = ops.pad(A, before, after, mode=mode)
+    s = te.create_schedule(B.op)
+    sched_split_vectorize_tail(s, B)
+    check(s, [A], [B], lambda a: numpy_pad(a, before, after, mode))
+
+
+def test_pad_modes_other_than_constant_have_no_select():
+    """Clamp, reflection and modulo are index arithmetic: no condition in the body, and
+    no 'pad' tag (the conv schedule's mark for its zero padding)."""
+    A = te.placeholder((7, 13), name="A")
+    for mode in MODES[1:]:
+        B = ops.pad(A, (1, 2), (3, 0), mode=mode)
+        assert B.op.tag == "injective" and "Select(" not in str(B.op.body[0])
+    assert ops.pad(A, (1, 2)).op.tag == "injective,pad"
+
+
+def _pad_then_scale(mode="constant"):
+    A = te.placeholder((7, 13), name="A")
+    P = ops.pad(A, (2, 1), (1, 3), 0.5, mode=mode)
     C = ops.multiply(P, 2.0)
     return A, P, C
-
-
-def _ref_pad_then_scale(a):
-    return np.pad(a, ((2, 1), (1, 3)), constant_values=0.5) * 2
 
 
 def place_inline(s, P, C):
@@ -150,11 +199,12 @@ def place_at_inner(s, P, C):
 
 @pytest.mark.parametrize("place", [place_inline, place_root, place_at_row, place_at_inner],
                          ids=lambda f: f.__name__[6:])
-def test_pad_stage_placement(place):
-    A, P, C = _pad_then_scale()
+@pytest.mark.parametrize("mode", MODES)
+def test_pad_stage_placement(place, mode):
+    A, P, C = _pad_then_scale(mode)
     s = te.create_schedule(C.op)
     place(s, P, C)
-    check(s, [A], [C], _ref_pad_then_scale)
+    check(s, [A], [C], lambda a: numpy_pad(a, (2, 1), (1, 3), mode, 0.5) * 2)
 
 
 @pytest.mark.parametrize("axis, sizes", [

@@ -97,7 +97,7 @@ class _Exporter:
         pads = self.ints(f"{n.name}/pads", a["pad_before"] + a["pad_after"])
         value = f"{n.name}/value"
         self.inits.append(numpy_helper.from_array(np.asarray(a["value"], np.float32), value))
-        self.node("Pad", ins + [pads, value], outs, n.name)
+        self.node("Pad", ins + [pads, value], outs, n.name, mode=a.get("mode", "constant"))
 
     def _layer_norm(self, n, ins, outs, a):
         self.node("LayerNormalization", ins, outs, n.name, axis=a["axis"][0],

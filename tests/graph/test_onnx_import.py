@@ -10,7 +10,7 @@ import te
 from onnx_cases import Const, assert_close, make_model, rand, run_both
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 
 def _model(nodes, inputs, outputs, inits=(), opset=13):
@@ -32,12 +32,14 @@ def test_every_unsupported_op_and_attribute_is_listed_in_one_error():
                          storage_order=1),
         helper.make_node("Relu", ["a"], ["d"], name="relu_bad", frobnicate=3),
         helper.make_node("Reshape", ["a", "dyn_shape"], ["e"], name="reshape1"),
-        helper.make_node("Pad", ["x4"], ["f"], name="pad1", mode="reflect", pads=[0] * 8),
+        helper.make_node("Pad", ["x4", "pads4"], ["f"], name="pad1", mode="reflect"),
         helper.make_node("Relu", ["b"], ["g"], name="after_nz"),
     ]
     model = _model(nodes, [_info("x", [2, 3]), _info("x4", [1, 1, 4, 4]),
                            _info("dyn_shape", [2], TensorProto.INT64)],
-                   [_info(o, None) for o in "bcdefg"], opset=11)
+                   [_info(o, None) for o in "bcdefg"], opset=11,
+                   inits=[numpy_helper.from_array(np.array([0, 0, 4, 0, 0, 0, 0, 0], np.int64),
+                                                  "pads4")])
     with pytest.raises(graph.UnsupportedError) as err:
         graph.from_onnx(model)
     assert str(err.value).splitlines() == [
@@ -48,16 +50,17 @@ def test_every_unsupported_op_and_attribute_is_listed_in_one_error():
         "is supported",
         "  Reshape, attribute 'shape', node 'reshape1': input 'shape' must be a constant (an "
         "initializer or a Constant node)",
-        "  Pad, attribute 'mode', node 'pad1': value 'reflect' not supported (supported: "
-        "['constant'])"]
+        "  Pad, attribute 'pads', node 'pad1': pad: mode 'reflect' needs each pad of axis 2 "
+        "smaller than the axis (4 elements), got pad_before 4 and pad_after 0"]
     assert [item[:3] for item in err.value.items][0] == ("NonZero", "", "nz1")
 
 
 def test_a_used_output_the_converter_does_not_make_is_refused():
-    node = helper.make_node("Dropout", ["x"], ["y", "mask"], name="drop")
-    model = _model([node], [_info("x", [3])], [_info("y", None),
-                                              _info("mask", None, TensorProto.BOOL)])
-    with pytest.raises(graph.UnsupportedError, match=r"Dropout, node 'drop': output 'mask' "
+    node = helper.make_node("MaxPool", ["x"], ["y", "argmax"], name="pool",
+                            kernel_shape=[2, 2])
+    model = _model([node], [_info("x", [1, 1, 4, 4])],
+                   [_info("y", None), _info("argmax", None, TensorProto.INT64)])
+    with pytest.raises(graph.UnsupportedError, match=r"MaxPool, node 'pool': output 'argmax' "
                                                      r"is not supported"):
         graph.from_onnx(model)
 

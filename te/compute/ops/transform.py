@@ -2,8 +2,9 @@
 gather_elements, tile.
 
 Takes te.Tensors with static shapes (reshape/slice need constants to check sizes), gives one
-te.compute stage each whose body is an index map (pad and concatenate select with
-te.if_then_else). Imports te.compute (api, expr, tensor) and te.errors only.
+te.compute stage each whose body is an index map (constant pad and concatenate select
+with te.if_then_else; pad's other modes clamp, reflect or wrap the index). Imports
+te.compute (api, expr, tensor) and te.errors only.
 """
 from __future__ import annotations
 
@@ -81,29 +82,86 @@ def reshape(x: Tensor, newshape: Sequence[int], name: str = "T_reshape") -> Tens
     return api.compute(tuple(new), fcompute, name=name, tag="injective")
 
 
+PAD_MODES = ("constant", "edge", "reflect", "wrap")
+
+
 def pad(x: Tensor, pad_before: Sequence[int], pad_after: Sequence[int] | None = None,
-        pad_value=0.0, name: str = "T_pad") -> Tensor:
-    """Constant padding: pad_before[k]/pad_after[k] elements of pad_value around dim k."""
+        pad_value=0.0, name: str = "T_pad", mode: str = "constant") -> Tensor:
+    """numpy.pad with pad_before[k]/pad_after[k] elements around dim k, in mode 'constant'
+    (pad_value), 'edge', 'reflect' or 'wrap'. A negative pad crops that many elements first
+    (ONNX Pad; onnxruntime's order): the other modes then repeat the cropped tensor. One
+    stage of index arithmetic (a clamp, a reflection, a modulo), so it inlines and fuses."""
     check_tensor(x, "pad", "x")
+    if mode not in PAD_MODES:
+        raise ShapeError(f"pad: mode must be one of {list(PAD_MODES)}, got {mode!r}")
     n = x.ndim
-    before = int_tuple(pad_before, n, "pad", "pad_before", minimum=0)
-    after = before if pad_after is None else int_tuple(pad_after, n, "pad", "pad_after",
-                                                       minimum=0)
+    before = int_tuple(pad_before, n, "pad", "pad_before")
+    after = before if pad_after is None else int_tuple(pad_after, n, "pad", "pad_after")
+    kept = pad_kept_sizes(x.shape, before, after, mode)
     value = const_like(pad_value, x.dtype)
     shape = tuple(s + b + a if (b or a) else s for s, b, a in zip(x.shape, before, after))
+    if mode != "constant":
+        return api.compute(shape, lambda *i: x(*[
+            _source_index(i[k], before[k], after[k], kept[k], mode) for k in range(n)]),
+            name=name, tag="injective")
 
     def fcompute(*i):
         conds, index = [], []
         for k in range(n):
-            if before[k]:
+            if before[k] > 0:
                 conds.append(i[k] >= before[k])
-            if after[k]:
+            if after[k] > 0:
                 conds.append(i[k] < x.shape[k] + before[k])
             index.append(i[k] - before[k] if before[k] else i[k])
         if not conds:
             return x(*index)
         return api.if_then_else(api.all(*conds), x(*index), value)
     return api.compute(shape, fcompute, name=name, tag="injective,pad")
+
+
+def pad_kept_sizes(shape, before: Sequence[int], after: Sequence[int], mode: str) -> tuple:
+    """Each axis's size once its negative pads have cropped it, checked against what the
+    mode needs: at least one element left, and for 'reflect' each pad smaller than that
+    size (numpy would reflect again past it; onnxruntime refuses it). Raises ShapeError;
+    the ONNX importer asks it before building a Pad."""
+    return tuple(_kept_size(shape, k, b, a, mode) for k, (b, a) in enumerate(zip(before,
+                                                                                 after)))
+
+
+def _kept_size(shape, k: int, before: int, after: int, mode: str):
+    size = shape[k]
+    if min(before, after) >= 0 and (mode == "constant" or before == after == 0):
+        return size  # may stay symbolic
+    d = static_dim(size)
+    if d is None:
+        raise ShapeError(f"pad: mode {mode!r} with these pads needs a constant size on axis "
+                         f"{k}, got shape {fmt_shape(shape)}")
+    kept = d - max(0, -before) - max(0, -after)
+    if kept < 1:
+        raise ShapeError(f"pad: the negative pads of axis {k} (size {d}) must leave at "
+                         f"least one element, got pad_before {before} and pad_after {after}")
+    if mode == "reflect" and max(before, after) >= kept:
+        size_text = f"{kept} elements" + (" after cropping" if kept != d else "")
+        raise ShapeError(f"pad: mode 'reflect' needs each pad of axis {k} smaller than the "
+                         f"axis ({size_text}), got pad_before {before} and pad_after {after}")
+    return kept
+
+
+def _source_index(i, before: int, after: int, kept: int, mode: str):
+    """The element of x that output index i of an axis reads in mode edge/reflect/wrap: its
+    position t in the cropped axis (outside [0, kept) in the padding) folded into range,
+    then shifted past the elements cropped at the start."""
+    t = i - before if before > 0 else i
+    low, high = before > 0, after > 0
+    if mode == "edge":
+        t = api.max(t, 0) if low else t
+        t = api.min(t, kept - 1) if high else t
+    elif mode == "reflect":  # mirrored about the first and the last element (not repeated)
+        t = api.max(t, -t) if low else t
+        t = api.min(t, 2 * (kept - 1) - t) if high else t
+    elif low or high:  # wrap: periodic, any number of periods
+        t = api.indexmod(t, kept)
+    return t - before if before < 0 else t
 
 
 def concatenate(tensors: Sequence[Tensor], axis: int = 0, name: str = "T_concat") -> Tensor:
