@@ -76,12 +76,24 @@ def _cast(ins, attrs, opset, outs):
 
 
 def _dropout(ins, attrs, opset, outs):
-    # from opset 12 training_mode is an input; training drops at random (refused)
-    if len(ins) > 2 and ins[2] is not None and bool(const(ins[2], "training_mode")):
-        raise Refused("training_mode", "training mode (random dropout) is not supported")
+    # from opset 12 training_mode is an input; training drops at random (refused) unless
+    # the ratio is 0, which drops nothing
+    if len(ins) > 2 and ins[2] is not None and bool(const(ins[2], "training_mode")) and (
+            ins[1] is None or scalar(ins[1], "ratio") != 0):
+        raise Refused("training_mode", "training mode (random dropout) is not supported "
+                                       "unless ratio is 0")
     if opset < 7 and not attrs.get("is_test", 0):
         raise Refused("is_test", "training mode (is_test=0) is not supported")
-    return [apply("identity", [ins[0]], {}, outs[0])]
+    x = ins[0]
+    y = apply("identity", [x], {}, outs[0])
+    if len(outs) < 2 or not outs[1] or opset < 10:
+        return [y]  # (before opset 10 the mask is unspecified outside training)
+    if not all(isinstance(d, int) for d in x.shape):
+        raise Refused("", f"the mask output needs a constant input shape, got "
+                          f"{list(x.shape)}")
+    # outside training nothing is dropped: a mask of all True, one scalar broadcast
+    keep = builder.constant(np.array(True), name=f"{outs[1]}/true")
+    return [y, transform.expand(keep, x.shape, name=outs[1])]
 
 
 # ---- nn --------------------------------------------------------------------------------
@@ -279,12 +291,52 @@ def _lp_pool(ins, attrs, opset, outs):
 
 def _batch_norm(ins, attrs, opset, outs):
     if attrs.get("training_mode", 0):
-        raise Refused("training_mode", "only inference is supported")
+        return _batch_norm_training(ins, attrs, opset, outs)
     if opset < 7 and not attrs.get("is_test", 0):
         raise Refused("is_test", "training mode (is_test=0) is not supported")
     if opset < 9 and not attrs.get("spatial", 1):
         raise Refused("spatial", "spatial=0 is not supported")
     return [nn.batch_norm(*ins[:5], epsilon=attrs.get("epsilon", 1e-5), name=outs[0])]
+
+
+def _batch_norm_training(ins, attrs, opset, outs):
+    """training_mode=1 (opsets 14 and later): Y normalized by the batch's own mean and
+    population variance over every axis but the channels, and the running statistics
+    updated as input * momentum + batch * (1 - momentum)."""
+    x, scale, bias, mean, var = ins[:5]
+    if opset < 14:
+        raise Refused("training_mode", "training mode is supported from opset 14 (earlier "
+                                       "opsets give other outputs)")
+    if len(x.shape) < 2:  # (float16 is refused with the accumulating ops)
+        raise Refused("training_mode", f"training mode needs an (N, C, ...) input, got "
+                                       f"shape {list(x.shape)}")
+    name, n = outs[0], len(x.shape)
+    axes = [0] + list(range(2, n))
+    reduce_mean = builder.REDUCE_FUNCTIONS["reduce_mean"]
+    batch_mean = reduce_mean(x, axes, True, name=f"{name}/batch_mean")
+    dev = apply("subtract", [x, batch_mean], {}, f"{name}/dev")
+    batch_var = reduce_mean(apply("multiply", [dev, dev], {}, f"{name}/sq"), axes, True,
+                            name=f"{name}/batch_var")
+    eps = float(attrs.get("epsilon", 1e-5))
+    std = apply("sqrt", [apply("add", [batch_var, eps], {}, f"{name}/eps")], {},
+                f"{name}/std")
+    per_channel = (1, -1) + (1,) * (n - 2)
+    y = apply("add", [apply("multiply", [
+        apply("divide", [dev, std], {}, f"{name}/normed"),
+        transform.reshape(scale, per_channel, name=f"{name}/scale")], {}, f"{name}/scaled"),
+        transform.reshape(bias, per_channel, name=f"{name}/bias")], {}, name)
+    momentum = float(attrs.get("momentum", 0.9))
+    results = [y]
+    for given, batch, out in ((mean, batch_mean, outs[1:2]), (var, batch_var, outs[2:3])):
+        if not out or not out[0]:
+            results.append(None)  # an output the node leaves out
+            continue
+        flat = transform.reshape(batch, (-1,), name=f"{out[0]}/batch")
+        results.append(apply("add", [apply("multiply", [given, momentum], {},
+                                           f"{out[0]}/kept"),
+                                     apply("multiply", [flat, 1.0 - momentum], {},
+                                           f"{out[0]}/new")], {}, out[0]))
+    return results
 
 
 def _lrn(ins, attrs, opset, outs):
