@@ -58,7 +58,8 @@ def from_onnx(model, shapes: dict | None = None, constants: dict | None = None) 
     problems = [p for k, node in enumerate(g.node)
                 for p in _node_problems(onnx, node, _node_name(node, k), opset)]
     refused = {name for _, _, name, _ in problems}
-    used = {n for node in g.node for n in node.input} | {o.name for o in g.output}
+    # ('' is an absent input or output, never a value)
+    used = {n for node in g.node for n in node.input if n} | {o.name for o in g.output}
     needs: list = []
     for k, node in enumerate(g.node):
         name = _node_name(node, k)
@@ -191,11 +192,11 @@ def _import_node(onnx, node, name: str, opset: int, env: dict, problems: list, u
                                                  f"{MAX_FUNCTION_DEPTH} deep"))
         return
     try:
-        body, body_opset = expand(onnx, node, opset, ins, prefix=f"{name}/")
+        body, body_opset = expand(onnx, node, opset, ins, prefix=_fresh_prefix(name, env, used))
     except Refused as r:
         problems.append((node.op_type, r.attribute, name, r.reason))
         return
-    inner_used = used | {n for inner in body for n in inner.input}
+    inner_used = used | {n for inner in body for n in inner.input if n}
     listed = len(problems)
     for k, inner in enumerate(body):
         inner_name = f"{name}/{_node_name(inner, k)}"
@@ -208,6 +209,17 @@ def _import_node(onnx, node, name: str, opset: int, env: dict, problems: list, u
     if len(problems) == listed:  # every body node imported, yet an output may be missing
         problems.extend((node.op_type, "", name, f"output '{out}' is not supported")
                         for out in node.output if out in used and out not in env)
+
+
+def _fresh_prefix(name: str, env: dict, used: set) -> str:
+    """'<node name>/' for the names of a body's own values, or '<node name>~<k>/' where a
+    model value already has a name that starts so (a body value must never take the
+    place of one)."""
+    prefix, k = f"{name}/", 0
+    while any(n.startswith(prefix) for n in (*env, *used)):
+        k += 1
+        prefix = f"{name}~{k}/"
+    return prefix
 
 
 def _convert(onnx, node, name: str, opset: int, env: dict, problems: list, used: set,

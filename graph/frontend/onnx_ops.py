@@ -89,8 +89,7 @@ def _dropout(ins, attrs, opset, outs):
     if len(outs) < 2 or not outs[1] or opset < 10:
         return [y]  # (before opset 10 the mask is unspecified outside training)
     if not all(isinstance(d, int) for d in x.shape):
-        raise Refused("", f"the mask output needs a constant input shape, got "
-                          f"{list(x.shape)}")
+        return [y]  # no mask: the importer refuses the model if anything reads it
     # outside training nothing is dropped: a mask of all True, one scalar broadcast
     keep = builder.constant(np.array(True), name=f"{outs[1]}/true")
     return [y, transform.expand(keep, x.shape, name=outs[1])]

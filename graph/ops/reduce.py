@@ -15,10 +15,12 @@ from .base import OpDef, Pattern
 
 _prod = te.comm_reducer(lambda a, b: a * b, lambda dtype: te.const(1, dtype), name="prod")
 
-# op -> (per-element map, combiner, map of the result and the element count)
+# op -> (per-element map, combiner, map of the result and the element count: an int, or
+# an expression where a reduced dim is symbolic)
 REDUCE = {
     "reduce_sum": (lambda e: e, te.sum, None),
-    "reduce_mean": (lambda e: e, te.sum, lambda r, count: r * (1.0 / count)),
+    "reduce_mean": (lambda e: e, te.sum, lambda r, count: r * (1.0 / count)
+                    if isinstance(count, int) else r / count.astype(r.dtype)),
     "reduce_max": (lambda e: e, te.max, None),
     "reduce_min": (lambda e: e, te.min, None),
     "reduce_prod": (lambda e: e, _prod, None),
@@ -38,9 +40,10 @@ def _reduce_def(name: str, pre, combine, post) -> OpDef:
                           lambda full, raxes: combine(pre(x(*full)), axis=raxes))
         if post is None:
             return red
-        count = 1
+        count = 1  # an int, or an expression where a reduced dim is symbolic (a te.var)
         for a in axes:
-            count *= int(x.shape[a].value)
+            dim = x.shape[a]
+            count = count * (int(dim.value) if hasattr(dim, "value") else dim)
         return te.compute(red.shape, lambda *i: post(red(*i), count), name=name,
                           tag="elemwise")
     return OpDef(name, Pattern.COMM_REDUCE, compute, doc=f"{name[7:]} over axes")

@@ -172,3 +172,32 @@ def test_space_to_depth_modes_match_the_reference(mode):
     model, feeds = make_model("SpaceToDepth", [rand(2, 3, 6, 4)], {"blocksize": 2,
                                                                    "mode": mode}, opset=28)
     check_levels(model, feeds)
+
+
+def _graph_model(nodes, inputs, outputs, opset=13):
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info(n, e, s)
+                                       for n, e, s in inputs],
+                          [helper.make_tensor_value_info(n, e, None) for n, e in outputs])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def test_omitted_optional_inputs_and_outputs_of_a_function_op():
+    """'' names an absent input or output, never a value: leaving out an input somewhere
+    must not make an omitted output look used."""
+    x, t = rand(3, 5, 4), RNG.integers(0, 5, (3, 4)).astype(I64)
+    node = helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t", ""], ["loss", ""])
+    model = _graph_model([node], [("x", 1, x.shape), ("t", 7, t.shape)], [("loss", 1)])
+    check_levels(model, {"x": x, "t": t})
+
+
+def test_a_model_value_named_like_a_body_value_keeps_its_own_data():
+    """The model's 'loss/X_Log' is not the body's X_Log of the node named 'loss': the body's
+    values take another prefix."""
+    x, t = rand(3, 5, 4), RNG.integers(0, 5, (3, 4)).astype(I64)
+    nodes = [helper.make_node("Neg", ["x"], ["loss/X_Log"]),
+             helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t"], ["l"], name="loss"),
+             helper.make_node("Abs", ["loss/X_Log"], ["a"])]
+    model = _graph_model(nodes, [("x", 1, x.shape), ("t", 7, t.shape)], [("l", 1), ("a", 1)])
+    check_levels(model, {"x": x, "t": t})

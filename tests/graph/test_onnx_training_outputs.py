@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import graph
-from onnx_cases import Const, check_levels, make_model, rand
+from onnx_cases import Const, assert_close, check_levels, make_model, onnx, rand, reference_outputs
 
 
 @pytest.mark.parametrize("shape", [(3, 5, 4, 7), (6, 3), (2, 4, 9)])
@@ -53,4 +53,30 @@ def test_training_dropout_with_ratio_zero_drops_nothing():
                                       Const(np.array(True))], {}, opset=13)
     with pytest.raises(graph.UnsupportedError, match=r"training mode \(random dropout\) is not "
                                                      r"supported unless ratio is 0"):
+        graph.from_onnx(model)
+
+
+def test_symbolic_batch_training_norm_imports_and_an_unread_mask_needs_no_shape():
+    """A mean over a symbolic dim divides by that dim's expression; the Dropout mask of a
+    symbolic shape is not made, and refused only where something reads it."""
+    from onnx_cases import helper
+    x = rand(4, 3, 5)
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                              ["y", "rm", "rv"], training_mode=1),
+             helper.make_node("Dropout", ["y"], ["z", "mask"])]
+    inits = [onnx.numpy_helper.from_array(a, n) for n, a in
+             (("s", rand(3)), ("b", rand(3)), ("m", rand(3)), ("v", rand(3, low=0.5, high=2)))]
+    outputs = [helper.make_tensor_value_info(n, 1, None) for n in ("z", "rm", "rv")]
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", 1, ["N", 3, 5])],
+                          outputs, inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)])
+    model.ir_version = 8
+    graph.from_onnx(model)   # symbolic: imports
+    fixed = graph.from_onnx(model, shapes={"x": x.shape})
+    ref = reference_outputs(model, {"x": x})
+    for level in ("O0", "O1"):
+        assert_close(graph.compile(fixed, level=level).run({"x": x}), ref)
+    model.graph.output.append(helper.make_tensor_value_info("mask", 9, None))
+    with pytest.raises(graph.UnsupportedError, match=r"Dropout, node 'Dropout#1': output "
+                                                     r"'mask' is not supported"):
         graph.from_onnx(model)
