@@ -1,7 +1,9 @@
-"""graph.nn: the neural-network ops of the builder (conv2d, pools, norms, softmax, dense).
+"""graph.nn: the neural-network ops of the builder (2-d and 3-d convolutions and pools, a
+max pool's indices, norms, softmax, dense).
 
 Each function checks and normalizes its attributes (ints to tuples, padding to
-(top, left, bottom, right)) and adds one node through graph.builder.apply. Imports graph's
+(top, left, bottom, right), or begins then ends in 3-d) and adds one node through
+graph.builder.apply. Imports graph's
 builder and errors only.
 """
 from __future__ import annotations
@@ -91,6 +93,85 @@ def global_avg_pool2d(data, name: str | None = None):
 
 def global_max_pool2d(data, name: str | None = None):
     return apply("global_max_pool2d", [data], {}, name)
+
+
+def _padding_nd(padding, r: int, who: str) -> tuple:
+    """int, r ints (each both sides) or 2r ints (begins, then ends: ONNX's order) -> the
+    2r ints."""
+    if isinstance(padding, (tuple, list)) and len(padding) == 2 * r:
+        return _ints(padding, 2 * r, who, "padding")
+    return _ints(padding, r, who, f"padding (an int, {r} ints or {2 * r} ints)") * 2
+
+
+def _window_nd(who: str, r: int, strides, padding, dilation) -> dict:
+    return {"strides": _ints(strides, r, who, "strides", 1),
+            "padding": _padding_nd(padding, r, who),
+            "dilation": _ints(dilation, r, who, "dilation", 1)}
+
+
+def _groups(groups, who: str) -> int:
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise GraphError(f"graph.nn.{who}: groups must be a positive int, got {groups!r}")
+    return groups
+
+
+def conv3d(data, weight, bias=None, strides=1, padding=0, dilation=1, groups: int = 1,
+           name: str | None = None):
+    """3-d convolution over NCDHW data with an (OC, C // groups, KD, KH, KW) weight;
+    padding is an int, 3 ints or (front, top, left, back, bottom, right)."""
+    attrs = {**_window_nd("conv3d", 3, strides, padding, dilation),
+             "groups": _groups(groups, "conv3d")}
+    ins = [data, weight] + ([bias] if bias is not None else [])
+    return apply("conv3d", ins, attrs, name)
+
+
+def conv3d_transpose(data, weight, bias=None, strides=1, padding=0, dilation=1,
+                     output_padding=0, groups: int = 1, name: str | None = None):
+    """Transposed 3-d convolution over NCDHW data with a (C, OC // groups, KD, KH, KW)
+    weight; padding (as conv3d's) removes planes from the full output."""
+    who = "conv3d_transpose"
+    attrs = {**_window_nd(who, 3, strides, padding, dilation),
+             "output_padding": _ints(output_padding, 3, who, "output_padding"),
+             "groups": _groups(groups, who)}
+    ins = [data, weight] + ([bias] if bias is not None else [])
+    return apply(who, ins, attrs, name)
+
+
+def max_pool3d(data, kernel, strides=1, padding=0, dilation=1, name: str | None = None):
+    """Max pooling over NCDHW; window tap (i, j, k) of output (z, y, x) reads padded input
+    (z * strides[0] + i * dilation[0], ...); padding as conv3d's."""
+    attrs = {"kernel": _ints(kernel, 3, "max_pool3d", "kernel", 1),
+             **_window_nd("max_pool3d", 3, strides, padding, dilation)}
+    return apply("max_pool3d", [data], attrs, name)
+
+
+def avg_pool3d(data, kernel, strides=1, padding=0, count_include_pad: bool = False,
+               dilation=1, name: str | None = None):
+    """Average pooling over NCDHW, windows as max_pool3d's; the divisor is the window's taps
+    inside the input, or all of them with count_include_pad."""
+    attrs = {"kernel": _ints(kernel, 3, "avg_pool3d", "kernel", 1),
+             **_window_nd("avg_pool3d", 3, strides, padding, dilation),
+             "count_include_pad": bool(count_include_pad)}
+    return apply("avg_pool3d", [data], attrs, name)
+
+
+def max_pool_indices(data, kernel, strides=1, padding=0, dilation=1, storage_order: int = 0,
+                     name: str | None = None):
+    """The int64 flat index in `data` (N, C, *spatial) of each max pooling window's maximum,
+    windows as max_pool2d's / max_pool3d's over any spatial rank: ONNX MaxPool's Indices,
+    row-major (storage_order 0) or column-major within each (n, c) plane (1)."""
+    who = "max_pool_indices"
+    r = len(data.shape) - 2
+    if r < 1:
+        raise GraphError(f"graph.nn.{who}: data must be (N, C, *spatial), got shape "
+                         f"{tuple(data.shape)}")
+    if storage_order not in (0, 1) or isinstance(storage_order, bool):
+        raise GraphError(f"graph.nn.{who}: storage_order must be 0 or 1, got "
+                         f"{storage_order!r}")
+    attrs = {"kernel": _ints(kernel, r, who, "kernel", 1),
+             **_window_nd(who, r, strides, padding, dilation),
+             "storage_order": int(storage_order)}
+    return apply(who, [data], attrs, name)
 
 
 def batch_norm(data, scale, bias, mean, var, epsilon: float = 1e-5, name: str | None = None):

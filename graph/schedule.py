@@ -4,6 +4,7 @@
 tuning record under apply_history_best). 'conv2d': te.autotune's conv2d strategy (see
 schedule_conv2d for why; its default config, or its best record). 'pool':
 te.autotune.schedule_pool2d (rows of outputs as vectors over a phase-split padded input),
+or for the pools of te.compute.ops.pool_nd (3-d, a max pool's indices) schedule_pool_nd,
 else as 'auto'. Takes the kernel's output tensors and
 argument list, gives (schedule, args). Imports te's public API only.
 """
@@ -21,6 +22,10 @@ def schedule(family: str, outs: list, args: list) -> tuple:
             return te.autotune.schedule_pool2d(outs[0]), args
         except TEError:
             pass    # a pool of symbolic shape: the plain compute, scheduled as 'auto'
+        try:
+            return te.autotune.schedule_pool_nd(outs[0]), args
+        except TEError:
+            pass    # not a pool of te.compute.ops.pool_nd
     try:
         return te.autotune.auto_schedule(outs, args=args)
     except TEError:
@@ -44,11 +49,12 @@ def fixed_schedule(family: str, outs: list) -> str | None:
             return "the conv2d strategy's direct form (te.autotune.schedule_conv2d) has no knobs"
         return None
     if family == "pool" and len(outs) == 1:
-        try:
-            te.autotune.schedule_pool2d(outs[0])
-            return "the pooling schedule (te.autotune.schedule_pool2d) has no knobs"
-        except TEError:
-            pass
+        for pool_schedule in ("schedule_pool2d", "schedule_pool_nd"):
+            try:
+                getattr(te.autotune, pool_schedule)(outs[0])
+                return f"the pooling schedule (te.autotune.{pool_schedule}) has no knobs"
+            except TEError:
+                pass
     return None
 
 

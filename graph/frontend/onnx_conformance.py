@@ -41,21 +41,23 @@ Where""".split())
 # Attention's 236 cases take CI's time for one mechanism, which tests/graph/
 # test_onnx_functions.py checks on its own cases
 FUNCTION_CI_OPS = frozenset("""NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss
-CenterCropPad SwiGLU HannWindow HammingWindow BlackmanWindow""".split())
+CenterCropPad SwiGLU HannWindow HammingWindow BlackmanWindow DynamicQuantizeLinear""".split())
 
 
 def ci_ops() -> frozenset:
     """The ops of the CI subset: the listed ones, those of graph.frontend.onnx_math,
-    onnx_composite, onnx_index, onnx_einsum and onnx_sample (added for this suite), and
-    FUNCTION_CI_OPS."""
+    onnx_composite, onnx_index, onnx_einsum, onnx_sample and onnx_quant (added for this
+    suite), and FUNCTION_CI_OPS."""
     from .onnx_composite import COMPOSITE_CONVERTERS
     from .onnx_einsum import EINSUM_CONVERTERS
     from .onnx_index import INDEX_CONVERTERS
     from .onnx_math import MATH_CONVERTERS
+    from .onnx_quant import QUANT_CONVERTERS
     from .onnx_sample import SAMPLE_CONVERTERS
     return (ISSUE_OPS | frozenset(MATH_CONVERTERS) | frozenset(COMPOSITE_CONVERTERS)
             | frozenset(INDEX_CONVERTERS) | frozenset(EINSUM_CONVERTERS)
-            | frozenset(SAMPLE_CONVERTERS) | FUNCTION_CI_OPS)
+            | frozenset(SAMPLE_CONVERTERS) | frozenset(QUANT_CONVERTERS)
+            | frozenset(("ConvInteger", "QLinearConv")) | FUNCTION_CI_OPS)
 
 
 @dataclass

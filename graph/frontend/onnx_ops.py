@@ -1,7 +1,7 @@
 """The ONNX converter table: ONNX op type -> (the attributes it understands, a function
 building the op from graph builder calls), for opsets 6 to 28. The elementwise and nn
 converters are here, the layout, reduction and constant ones in onnx_layout, more in
-onnx_math, onnx_composite, onnx_index, onnx_einsum and onnx_sample.
+onnx_math, onnx_composite, onnx_index, onnx_einsum, onnx_sample and onnx_quant.
 
 A converter takes (inputs as graph Values or None, attributes as Python values, opset,
 output names) and returns the output Values; it may return fewer than the node has (a
@@ -13,6 +13,9 @@ Imports numpy, graph's builder modules and those sibling converter modules.
 """
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from .. import builder, nn, transform
@@ -20,9 +23,10 @@ from ..builder import apply
 from .onnx_base import DTYPES, Converter, Refused, const, only, row, scalar
 from .onnx_composite import COMPOSITE_CONVERTERS
 from .onnx_einsum import EINSUM_CONVERTERS
-from .onnx_index import INDEX_CONVERTERS
+from .onnx_index import INDEX_CONVERTERS, MAX_SCATTER_WORK
 from .onnx_layout import LAYOUT_CONVERTERS
 from .onnx_math import MATH_CONVERTERS, legacy_broadcast
+from .onnx_quant import QUANT_CONVERTERS, integer_conv_converters
 from .onnx_sample import SAMPLE_CONVERTERS
 
 
@@ -98,17 +102,19 @@ def _dropout(ins, attrs, opset, outs):
 # ---- nn --------------------------------------------------------------------------------
 
 def _spatial(x, attrs, who: str, kernel) -> tuple:
-    """(strides, dilations, pads as (top, left, bottom, right)) of a 2-d window op, with
-    auto_pad resolved from the (constant) input size."""
-    if len(x.shape) != 4 or len(kernel) != 2:
-        raise Refused("kernel_shape", f"only 2-d {who} (4-d NCHW input) is supported, got "
-                                      f"a {len(x.shape)}-d input")
-    strides = tuple(attrs.get("strides", (1, 1)))
-    dil = tuple(attrs.get("dilations", (1, 1)))
+    """(strides, dilations, pads as begins then ends: (top, left, bottom, right) in 2-d) of
+    a 2-d or 3-d window op, with auto_pad resolved from the (constant) input size."""
+    r = len(x.shape) - 2
+    if r not in (2, 3) or len(kernel) != r:
+        raise Refused("kernel_shape", f"only 1-d, 2-d and 3-d {who} (3-d to 5-d input) are "
+                                      f"supported, got a {len(x.shape)}-d input and "
+                                      f"kernel_shape {list(kernel)}")
+    strides = tuple(attrs.get("strides", (1,) * r))
+    dil = tuple(attrs.get("dilations", (1,) * r))
     auto = attrs.get("auto_pad", "NOTSET")
     if auto in ("NOTSET", "VALID"):
-        p = tuple(attrs.get("pads", (0, 0, 0, 0))) if auto == "NOTSET" else (0, 0, 0, 0)
-        return strides, dil, (p[0], p[1], p[2], p[3])
+        p = tuple(attrs.get("pads", (0,) * 2 * r)) if auto == "NOTSET" else (0,) * 2 * r
+        return strides, dil, p[:2 * r]
     if auto not in ("SAME_UPPER", "SAME_LOWER"):
         raise Refused("auto_pad", f"value {auto!r} not supported")
     pads = []
@@ -117,13 +123,14 @@ def _spatial(x, attrs, who: str, kernel) -> tuple:
         total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
         small, big = total // 2, total - total // 2
         pads.append((small, big) if auto == "SAME_UPPER" else (big, small))
-    return strides, dil, (pads[0][0], pads[1][0], pads[0][1], pads[1][1])
+    return strides, dil, tuple(b for b, _ in pads) + tuple(e for _, e in pads)
 
 
 def _one_d(convert):
     """A 1-d window op (N, C, W) as the 2-d one over (N, C, 1, W): a height of one, with
     every window attribute given a height entry (a kernel, stride, dilation and output size
-    of 1, no padding), then the result reshaped back."""
+    of 1, no padding), then the results (a MaxPool's indices too, the same numbers for a
+    height of one) reshaped back."""
     def fn(ins, attrs, opset, outs):
         x = ins[0]
         if len(x.shape) != 3:
@@ -139,8 +146,10 @@ def _one_d(convert):
             w = ins[1]
             ins2.append(transform.reshape(w, (w.shape[0], w.shape[1], 1, w.shape[2]),
                                           name=f"{outs[0]}/w2d"))
-        (y,) = convert(ins2 + list(ins[2:]), attrs2, opset, [f"{outs[0]}/2d"])
-        return [transform.reshape(y, (y.shape[0], y.shape[1], y.shape[3]), name=outs[0])]
+        ys = convert(ins2 + list(ins[2:]), attrs2, opset,
+                     [f"{o}/2d" if o else "" for o in outs])
+        return [transform.reshape(y, (y.shape[0], y.shape[1], y.shape[3]), name=o)
+                if y is not None else None for y, o in zip(ys, outs)]
     return fn
 
 
@@ -149,33 +158,35 @@ def _conv(ins, attrs, opset, outs):
     kernel = tuple(attrs.get("kernel_shape", w.shape[2:]))
     strides, dil, pads = _spatial(ins[0], attrs, "Conv", kernel)
     bias = ins[2] if len(ins) > 2 else None
-    return [nn.conv2d(ins[0], w, bias, strides, pads, dil, int(attrs.get("group", 1)),
-                      name=outs[0])]
+    conv = nn.conv2d if len(kernel) == 2 else nn.conv3d
+    return [conv(ins[0], w, bias, strides, pads, dil, int(attrs.get("group", 1)),
+                 name=outs[0])]
 
 
 def _conv_transpose(ins, attrs, opset, outs):
-    """ConvTranspose, 2-d (1-d through _one_d): pads as given, or derived from the output
-    size that output_shape or auto_pad SAME_* asks for (_transpose_pads)."""
+    """ConvTranspose, 2-d and 3-d (1-d through _one_d): pads as given, or derived from the
+    output size that output_shape or auto_pad SAME_* asks for (_transpose_pads)."""
     x, w = ins[0], ins[1]
     kernel = tuple(attrs.get("kernel_shape", w.shape[2:]))
-    if len(x.shape) == 4 and kernel != tuple(w.shape[2:]):
+    if len(x.shape) in (4, 5) and kernel != tuple(w.shape[2:]):
         raise Refused("kernel_shape", f"kernel_shape {list(kernel)} must match the weight's "
                                       f"spatial shape {list(w.shape[2:])}")
     auto = only(attrs, "auto_pad", ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"), "NOTSET")
     given = "output_shape" not in attrs and auto in ("NOTSET", "VALID")
     strides, dil, pads = _spatial(x, attrs if given else {**attrs, "auto_pad": "VALID"},
                                   "ConvTranspose", kernel)
-    out_pad = tuple(attrs.get("output_padding", (0, 0)))
+    out_pad = tuple(attrs.get("output_padding", (0,) * len(kernel)))
     if not given:
         pads, out_pad = _transpose_pads(x, attrs, kernel, strides, dil, out_pad)
     bias = ins[2] if len(ins) > 2 else None
-    return [nn.conv2d_transpose(x, w, bias, strides, pads, dil, out_pad,
-                                int(attrs.get("group", 1)), name=outs[0])]
+    conv = nn.conv2d_transpose if len(kernel) == 2 else nn.conv3d_transpose
+    return [conv(x, w, bias, strides, pads, dil, out_pad, int(attrs.get("group", 1)),
+                 name=outs[0])]
 
 
 def _transpose_pads(x, attrs, kernel, strides, dil, out_pad) -> tuple:
-    """(pads as (top, left, bottom, right), output_padding) that give a ConvTranspose the
-    output size of its output_shape, else auto_pad SAME_*'s input size times stride. ONNX:
+    """(pads as begins then ends, output_padding) that give a ConvTranspose the output size
+    of its output_shape, else auto_pad SAME_*'s input size times stride. ONNX:
     total = stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - out, the odd
     element cropped at the end for SAME_UPPER, at the start otherwise; given pads are
     ignored. A larger output (total < 0) has zeros at the end, as in onnxruntime, which
@@ -206,7 +217,7 @@ def _transpose_pads(x, attrs, kernel, strides, dil, out_pad) -> tuple:
         begin.append(small if auto == "SAME_UPPER" else big)
         end.append(big if auto == "SAME_UPPER" else small)
         extra.append(out - full if total < 0 else op)
-    return (begin[0], begin[1], end[0], end[1]), tuple(extra)
+    return tuple(begin) + tuple(end), tuple(extra)
 
 
 def _extents(kernel, dil) -> tuple:
@@ -214,54 +225,59 @@ def _extents(kernel, dil) -> tuple:
     return tuple((k - 1) * d + 1 for k, d in zip(kernel, dil))
 
 
-def _ceil_pads(x, kernel, strides, pads, dil=(1, 1)) -> tuple:
+def _ceil_pads(x, kernel, strides, pads, dil) -> tuple:
     """Extra end padding that makes a floor-mode window count equal ceil mode's, for
     windows that start inside the (begin-padded) input; windows span the dilated extent."""
+    r = len(kernel)
     extra = []
-    for size, k, s, b, e in zip(x.shape[2:], _extents(kernel, dil), strides, pads[:2],
-                                pads[2:]):
+    for size, k, s, b, e in zip(x.shape[2:], _extents(kernel, dil), strides, pads[:r],
+                                pads[r:]):
         span = size + b + e - k
         out = -(-span // s) + 1
         if (out - 1) * s >= size + b:  # the last window would start in the end padding
             out -= 1
         extra.append(max(0, (out - 1) * s + k - (size + b + e)))
-    return (pads[0], pads[1], pads[2] + extra[0], pads[3] + extra[1])
+    return tuple(pads[:r]) + tuple(e + x for e, x in zip(pads[r:], extra))
 
 
-def _include_pad_scale(x, kernel, strides, pads, dil, out_hw, name: str):
+def _include_pad_scale(x, kernel, strides, pads, dil, out_sizes, name: str):
     """count_include_pad with ceil_mode: the onnx reference and onnxruntime count a window's
     taps up to the end of the given padding, not those in ceil mode's extra padding past it.
-    The average over all k taps times k / counted, per output: a constant (1, 1, OH, OW)."""
+    The average over all k taps times k / counted, per output: a constant (1, 1, *out)."""
+    r = len(kernel)
     counts = []
-    for size, k, s, b, e, d, n in zip(x.shape[2:], kernel, strides, pads[:2], pads[2:], dil,
-                                      out_hw):
+    for size, k, s, b, e, d, n in zip(x.shape[2:], kernel, strides, pads[:r], pads[r:], dil,
+                                      out_sizes):
         if not all(isinstance(v, int) for v in (size, n)):
             raise Refused("ceil_mode", "ceil_mode with count_include_pad needs a constant "
                                        "input size")
         # taps o * s + t * d (padded index) counted while below size + b + e
         counts.append(np.minimum(k, -(-(size + b + e - np.arange(n) * s) // d)))
-    scale = kernel[0] * kernel[1] / np.outer(counts[0], counts[1])
+    scale = math.prod(kernel) / functools.reduce(np.multiply.outer, counts)
     return builder.constant(scale.reshape((1, 1) + scale.shape).astype(x.dtype), name=name)
 
 
 def _pool(kind: str):
     def fn(ins, attrs, opset, outs):
-        kernel = tuple(attrs["kernel_shape"])
-        if attrs.get("storage_order", 0):
-            raise Refused("storage_order", "only row-major storage_order=0 is supported")
-        strides, dil, pads = _spatial(ins[0], attrs, kind, kernel)
+        x, kernel = ins[0], tuple(attrs["kernel_shape"])
+        strides, dil, pads = _spatial(x, attrs, kind, kernel)
         include = bool(attrs.get("count_include_pad", 0))
-        ceil_pads = _ceil_pads(ins[0], kernel, strides, pads, dil) \
+        ceil_pads = _ceil_pads(x, kernel, strides, pads, dil) \
             if attrs.get("ceil_mode", 0) else pads
+        two_d = len(kernel) == 2
         if kind == "MaxPool":
-            return [nn.max_pool2d(ins[0], kernel, strides, ceil_pads, dil, name=outs[0])]
+            pool = nn.max_pool2d if two_d else nn.max_pool3d
+            y = pool(x, kernel, strides, ceil_pads, dil, name=outs[0])
+            if len(outs) < 2 or not outs[1]:
+                return [y]
+            return [y, nn.max_pool_indices(x, kernel, strides, ceil_pads, dil,
+                                           int(attrs.get("storage_order", 0)), name=outs[1])]
+        pool = nn.avg_pool2d if two_d else nn.avg_pool3d
         if not include or ceil_pads == pads:
-            return [nn.avg_pool2d(ins[0], kernel, strides, ceil_pads, include, dil,
-                                  name=outs[0])]
+            return [pool(x, kernel, strides, ceil_pads, include, dil, name=outs[0])]
         # the last windows run past the given padding into ceil mode's extra padding
-        mean = nn.avg_pool2d(ins[0], kernel, strides, ceil_pads, True, dil,
-                             name=f"{outs[0]}/all")
-        scale = _include_pad_scale(ins[0], kernel, strides, pads, dil, mean.shape[2:],
+        mean = pool(x, kernel, strides, ceil_pads, True, dil, name=f"{outs[0]}/all")
+        scale = _include_pad_scale(x, kernel, strides, pads, dil, mean.shape[2:],
                                    f"{outs[0]}/scale")
         return [apply("multiply", [mean, scale], {}, outs[0])]
     return fn
@@ -281,11 +297,56 @@ def _lp_pool(ins, attrs, opset, outs):
     a = apply("abs", [x], {}, f"{name}/abs")
     powered = apply("multiply", [a, a], {}, f"{name}/pow") if p == 2 else \
         apply("power", [a, p], {}, f"{name}/pow")
-    mean = nn.avg_pool2d(powered, kernel, strides, pads, True, dil, name=f"{name}/mean")
-    sums = apply("multiply", [mean, float(kernel[0] * kernel[1])], {}, f"{name}/sum")
+    pool = nn.avg_pool2d if len(kernel) == 2 else nn.avg_pool3d
+    mean = pool(powered, kernel, strides, pads, True, dil, name=f"{name}/mean")
+    sums = apply("multiply", [mean, float(math.prod(kernel))], {}, f"{name}/sum")
     if p == 2:
         return [apply("sqrt", [sums], {}, name)]
     return [apply("power", [sums, 1.0 / p], {}, name)]
+
+
+def _max_unpool(ins, attrs, opset, outs):
+    """MaxUnpool: zeros of the pooled input's size ((in - 1) * stride - pads + kernel per
+    axis) with each X element written at its flat index in I, the last of equal indices
+    winning (onnxruntime's and the reference's order): a ScatterElements over the
+    flattened tensors (MAX_SCATTER_WORK bounds its gather-side scan). An output_shape
+    other than that size is refused: onnxruntime then indexes into output_shape's tensor,
+    ONNX's reference into the smaller one placed at its start."""
+    x, indices = ins[0], ins[1]
+    kernel = tuple(attrs["kernel_shape"])
+    r = len(kernel)
+    if len(x.shape) != r + 2 or tuple(indices.shape) != tuple(x.shape):
+        raise Refused("kernel_shape", f"X must be (N, C) and {r} spatial axes and I of its "
+                                      f"shape, got {list(x.shape)} and {list(indices.shape)}")
+    shape = tuple(x.shape)
+    if not all(isinstance(d, int) for d in shape):
+        raise Refused("", f"X needs a constant shape, got {list(shape)}")
+    strides = tuple(attrs.get("strides", (1,) * r))
+    pads = tuple(attrs.get("pads", (0,) * 2 * r))
+    size = shape[:2] + tuple((n - 1) * s - b - e + k for n, s, b, e, k in zip(
+        shape[2:], strides, pads[:r], pads[r:], kernel))
+    if min(size) < 1:
+        raise Refused("pads", f"the pads leave no output ({list(size)})")
+    if len(ins) > 2 and ins[2] is not None:
+        want = tuple(int(d) for d in const(ins[2], "output_shape"))
+        if want != size:
+            raise Refused("output_shape", f"output_shape {list(want)} other than the "
+                                          f"unpooled size {list(size)} is not supported: "
+                                          f"onnxruntime and ONNX's reference disagree on it")
+    total, count = math.prod(size), math.prod(shape)
+    if total * count > MAX_SCATTER_WORK:
+        raise Refused("", f"MaxUnpool would compare {total} output elements with {count} "
+                          f"candidate updates each ({total * count} pairs, at most "
+                          f"{MAX_SCATTER_WORK})")
+    name = outs[0]
+    if indices.dtype != "int64":
+        indices = transform.cast(indices, "int64", name=f"{name}/i64")
+    zero = builder.constant(np.zeros((), x.dtype), name=f"{name}/zero")
+    flat = [transform.expand(zero, (total,), name=f"{name}/zeros"),
+            transform.reshape(indices, (count,), name=f"{name}/i"),
+            transform.reshape(x, (count,), name=f"{name}/x")]
+    y = apply("scatter_elements", flat, {"axis": 0, "reduction": "none"}, f"{name}/flat")
+    return [transform.reshape(y, size, name=name)]
 
 
 def _batch_norm(ins, attrs, opset, outs):
@@ -450,6 +511,7 @@ CONVERTERS = {
     "AveragePool": row(_one_d(_pool("AveragePool")), "ceil_mode", "count_include_pad",
                        *_WINDOW),
     "LpPool": row(_one_d(_lp_pool), "ceil_mode", "p", *_WINDOW),
+    "MaxUnpool": row(_max_unpool, "kernel_shape", "pads", "strides"),
     "GlobalAveragePool": row(lambda ins, a, o, outs: [nn.global_avg_pool2d(ins[0], outs[0])]),
     "GlobalMaxPool": row(lambda ins, a, o, outs: [nn.global_max_pool2d(ins[0], outs[0])]),
     "BatchNormalization": row(_batch_norm, "epsilon", "momentum", "spatial", "training_mode",
@@ -468,4 +530,7 @@ CONVERTERS = {
     **INDEX_CONVERTERS,
     **EINSUM_CONVERTERS,
     **SAMPLE_CONVERTERS,
+    **QUANT_CONVERTERS,
 }
+# ConvInteger and QLinearConv: the Conv row's own window handling, on int32 operands
+CONVERTERS.update(integer_conv_converters(CONVERTERS["Conv"]))

@@ -68,6 +68,45 @@ def avg_pool2d(ins, kernel, strides, padding, count_include_pad, dilation=(1, 1)
                 name="avg_pool2d")
 
 
+# 3-d convolutions and pools: the direct computes of te.compute.ops.convolution and pool_nd
+# (padding as begins, then ends); the convolutions scheduled by the automatic space
+# ('auto'), the pools by te.autotune.schedule_pool_nd ('pool'); the 2-d ops above keep
+# their own forms and schedules.
+def conv3d(ins, strides, padding, dilation, groups):
+    """ins: data (N, C, D, H, W), weight (OC, C // groups, KD, KH, KW), optional bias."""
+    _check_rank(ins, 5, "conv3d")
+    out = topi.conv_nd(ins[0], ins[1], strides, padding, dilation, groups, name="conv3d")
+    return _with_bias(out, ins[2] if len(ins) > 2 else None, "conv3d")
+
+
+def conv3d_transpose(ins, strides, padding, dilation, output_padding, groups):
+    """ins: data (N, C, D, H, W), weight (C, OC // groups, KD, KH, KW), optional bias."""
+    _check_rank(ins, 5, "conv3d_transpose")
+    out = topi.conv_transpose_nd(ins[0], ins[1], strides, padding, dilation, output_padding,
+                                 groups, name="conv3d_transpose")
+    return _with_bias(out, ins[2] if len(ins) > 2 else None, "conv3d_transpose")
+
+
+def max_pool3d(ins, kernel, strides, padding, dilation):
+    _check_rank(ins[:1], 5, "max_pool3d")
+    return topi.max_pool_nd(ins[0], kernel, strides, padding, dilation, name="max_pool3d")
+
+
+def avg_pool3d(ins, kernel, strides, padding, dilation, count_include_pad):
+    _check_rank(ins[:1], 5, "avg_pool3d")
+    return topi.avg_pool_nd(ins[0], kernel, strides, padding, count_include_pad, dilation,
+                            name="avg_pool3d")
+
+
+def _check_rank(ins, ndim: int, who: str) -> None:
+    """The data (and weight) of a 3-d op are 5-d, a bias 1-d: te's computes take any rank."""
+    for k, t in enumerate(ins):
+        want = 1 if k == 2 else ndim   # (a conv's bias)
+        if len(t.shape) != want:
+            raise te.ShapeError(f"{who}: input {k} must have {want} dimensions, got "
+                                f"{len(t.shape)}")
+
+
 def batch_norm(ins, epsilon):
     """ins: x, scale, bias, mean, var (ONNX BatchNormalization's order)."""
     return topi.batch_norm_inference(*ins, epsilon=epsilon, name="batch_norm")
@@ -115,6 +154,21 @@ OPS = {op.name: op for op in (
           doc="max pooling, NCHW"),
     OpDef("avg_pool2d", Pattern.OUT_ELEMWISE_FUSABLE, avg_pool2d, schedule="pool",
           doc="average pooling, NCHW"),
+    OpDef("conv3d", Pattern.OUT_ELEMWISE_FUSABLE, conv3d, (2, 3),
+          doc="3-d convolution, NCDHW, groups and dilation, optional bias"),
+    OpDef("conv3d_transpose", Pattern.OUT_ELEMWISE_FUSABLE, conv3d_transpose, (2, 3),
+          doc="transposed 3-d convolution, NCDHW, groups and dilation, optional bias"),
+    OpDef("max_pool3d", Pattern.OUT_ELEMWISE_FUSABLE, max_pool3d, schedule="pool",
+          doc="max pooling, NCDHW"),
+    OpDef("avg_pool3d", Pattern.OUT_ELEMWISE_FUSABLE, avg_pool3d, schedule="pool",
+          doc="average pooling, NCDHW"),
+    # opaque: an int64 index, read by nothing to fuse with (a MaxUnpool, a gather)
+    OpDef("max_pool_indices", Pattern.OPAQUE,
+          lambda ins, kernel, strides, padding, dilation, storage_order:
+          topi.max_pool_indices(ins[0], kernel, strides, padding, dilation, storage_order,
+                                name="max_pool_indices"), schedule="pool",
+          doc="int64 flat index of each max pooling window's first maximum (ONNX MaxPool's "
+              "Indices), any spatial rank"),
     OpDef("global_avg_pool2d", Pattern.OUT_ELEMWISE_FUSABLE,
           lambda ins: topi.global_pool2d(ins[0], "avg", name="global_avg_pool2d"),
           doc="mean over the spatial dims, kept as size 1"),

@@ -8,12 +8,13 @@ the micro-kernel for templates, `.define_matmul_like` / `.schedule_matmul_like` 
 the layout of weights packed ahead), and the conv2d strategy, `.conv2d_compute` / `.schedule_conv2d`
 (`.conv2d_tile`, per conv `.conv2d_gemm_form`, `.conv2d_gemm_tile` and `.conv2d_weight_tile`;
 its knobs `.conv2d_space`, its records' key `.conv2d_key`),
-and the pooling schedule `.schedule_pool2d`; `.session` runs a tuning loop in steps (over a
-`.LocalRunner`'s shared workers), and `.graph_key` is the workload key records of a compute graph
-are filed under (`.strategy_key`: under a strategy's space, `strategy="conv2d"` in te.autotune and
-.session). Stays light at import time (no numpy-heavy, optuna or xgboost imports): `import te` must
-stay fast; the tuning loop is imported when a tuning run starts. Imports conv2d, conv2d_space, pool,
-dispatch, gpu_space (when called), measure, micro_kernel, options, space, split, upgrade, workload.
+and the pooling schedules `.schedule_pool2d` and `.schedule_pool_nd`; `.session` runs a
+tuning loop in steps (over a `.LocalRunner`'s shared workers), and `.graph_key` is the workload
+key records of a compute graph are filed under (`.strategy_key`: under a strategy's space,
+`strategy="conv2d"` in te.autotune and .session). Stays light at import time (no numpy-heavy,
+optuna or xgboost imports): `import te` must stay fast; the tuning loop is imported when a
+tuning run starts. Imports conv2d, conv2d_space, pool, dispatch, gpu_space (when called),
+measure, micro_kernel, options, space, split, upgrade, workload.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from .measure import LocalRunner, MeasureOptions
 from .conv2d import (conv2d_compute, conv2d_gemm_form, conv2d_gemm_tile, conv2d_tile,
                      conv2d_weight_tile)
 from .conv2d_space import conv2d_key, conv2d_space, schedule_conv2d
-from .pool import schedule_pool2d
+from .pool import schedule_pool2d, schedule_pool_nd
 from .micro_kernel import define_matmul_like, panel_width, schedule_matmul_like
 from .options import TuneOptions, options_from_keywords
 from .space import ConfigEntity, ConfigSpace, OtherOptionEntity
@@ -108,6 +109,7 @@ class _AutotuneAPI:
     conv2d_gemm_tile = staticmethod(conv2d_gemm_tile)
     conv2d_gemm_form = staticmethod(conv2d_gemm_form)
     schedule_pool2d = staticmethod(schedule_pool2d)
+    schedule_pool_nd = staticmethod(schedule_pool_nd)
     schedule_conv2d = staticmethod(schedule_conv2d)
     conv2d_space = staticmethod(conv2d_space)
     conv2d_key = staticmethod(conv2d_key)

@@ -13,6 +13,7 @@ ELEM = {np.dtype(k).name: v for k, v in (
     (np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE),
     (np.int32, TensorProto.INT32), (np.int64, TensorProto.INT64), (np.bool_, TensorProto.BOOL),
     (np.uint8, TensorProto.UINT8), (np.int8, TensorProto.INT8),
+    (np.uint16, TensorProto.UINT16), (np.int16, TensorProto.INT16),
     (np.float16, TensorProto.FLOAT16))}
 
 

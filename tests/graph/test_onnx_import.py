@@ -29,7 +29,7 @@ def test_every_unsupported_op_and_attribute_is_listed_in_one_error():
         helper.make_node("Relu", ["x"], ["a"], name="ok"),
         helper.make_node("NonZero", ["a"], ["b"], name="nz1"),
         helper.make_node("MaxPool", ["x4"], ["c"], name="pool1", kernel_shape=[2, 2],
-                         storage_order=1),
+                         auto_pad="SAME_MIDDLE"),
         helper.make_node("Relu", ["a"], ["d"], name="relu_bad", frobnicate=3),
         helper.make_node("Reshape", ["a", "dyn_shape"], ["e"], name="reshape1"),
         helper.make_node("Pad", ["x4", "pads4"], ["f"], name="pad1", mode="reflect"),
@@ -46,8 +46,7 @@ def test_every_unsupported_op_and_attribute_is_listed_in_one_error():
         "from_onnx: the model uses 5 unsupported op(s) or attribute(s):",
         "  NonZero, node 'nz1': op not supported",
         "  Relu, attribute 'frobnicate', node 'relu_bad': attribute not supported",
-        "  MaxPool, attribute 'storage_order', node 'pool1': only row-major storage_order=0 "
-        "is supported",
+        "  MaxPool, attribute 'auto_pad', node 'pool1': value 'SAME_MIDDLE' not supported",
         "  Reshape, attribute 'shape', node 'reshape1': input 'shape' must be a constant (an "
         "initializer or a Constant node)",
         "  Pad, attribute 'pads', node 'pad1': pad: mode 'reflect' needs each pad of axis 2 "
@@ -56,11 +55,11 @@ def test_every_unsupported_op_and_attribute_is_listed_in_one_error():
 
 
 def test_a_used_output_the_converter_does_not_make_is_refused():
-    node = helper.make_node("MaxPool", ["x"], ["y", "argmax"], name="pool",
-                            kernel_shape=[2, 2])
+    # (Dropout's mask before opset 10 is unspecified outside training)
+    node = helper.make_node("Dropout", ["x"], ["y", "mask"], name="drop")
     model = _model([node], [_info("x", [1, 1, 4, 4])],
-                   [_info("y", None), _info("argmax", None, TensorProto.INT64)])
-    with pytest.raises(graph.UnsupportedError, match=r"MaxPool, node 'pool': output 'argmax' "
+                   [_info("y", None), _info("mask", None)], opset=9)
+    with pytest.raises(graph.UnsupportedError, match=r"Dropout, node 'drop': output 'mask' "
                                                      r"is not supported"):
         graph.from_onnx(model)
 

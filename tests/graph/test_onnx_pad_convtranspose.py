@@ -191,15 +191,15 @@ CT_REFUSED = [
     ((1, 2, 3, 4), (2, 3, 3, 3), {"kernel_shape": [3, 2]},
      r"ConvTranspose, attribute 'kernel_shape', node 'node0': kernel_shape \[3, 2\] must "
      r"match the weight's spatial shape \[3, 3\]"),
-    ((1, 2, 3, 4, 5), (2, 3, 2, 2, 2), {},
-     r"ConvTranspose, attribute 'kernel_shape', node 'node0': only 2-d ConvTranspose \(4-d "
-     r"NCHW input\) is supported, got a 5-d input"),
+    ((1, 2, 3, 4, 5, 3), (2, 3, 2, 2, 2, 2), {},
+     r"ConvTranspose, attribute 'kernel_shape', node 'node0': only 1-d, 2-d and 3-d "
+     r"ConvTranspose \(3-d to 5-d input\) are supported, got a 6-d input"),
 ]
 
 
 @pytest.mark.parametrize("x_shape,w_shape,attrs,message", CT_REFUSED,
                          ids=["output-too-large", "same-past-full", "output-shape-length",
-                              "kernel-mismatch", "3d"])
+                              "kernel-mismatch", "4d"])
 def test_what_conv_transpose_refuses(x_shape, w_shape, attrs, message):
     model, _ = _conv_transpose(x_shape, w_shape, attrs, bias=False)
     with pytest.raises(graph.UnsupportedError, match=message):

@@ -3,7 +3,8 @@ imported from one-node ONNX models, at graph.compile levels O0 and O1, against
 onnxruntime (onnx's ReferenceEvaluator where onnxruntime has no kernel): dilations (2, 2),
 (2, 3) and (1, 3), strides (one above MAX_DENSE_STRIDE: the phase-split form), asymmetric
 pads, ceil_mode (with windows running into its extra end padding), auto_pad SAME_UPPER,
-odd sizes, 1-d pools; the graph nodes' attribute and what stays refused."""
+odd sizes, 1-d pools; the graph nodes' attribute and what stays refused (pools over four
+spatial axes)."""
 import numpy as np
 import pytest
 
@@ -157,19 +158,16 @@ def test_dilated_pools_built_with_graph_nn_match_onnxruntime_of_their_export():
 
 
 REFUSED = [
-    # the indices output stays refused, dilated or not
-    ("MaxPool", (1, 2, 9, 9), {"kernel_shape": [2, 2], "dilations": [2, 2]}, 2,
-     r"MaxPool, node 'node0': output 'out1' is not supported"),
-    ("MaxPool", (1, 2, 5, 6, 7), {"kernel_shape": [2, 2, 2], "dilations": [2, 2, 2]}, 1,
-     r"MaxPool, attribute 'kernel_shape', node 'node0': only 2-d MaxPool \(4-d NCHW input\) "
-     r"is supported, got a 5-d input"),
-    ("LpPool", (1, 2, 5, 6, 7), {"kernel_shape": [2, 2, 2], "dilations": [1, 2, 2]}, 1,
-     r"LpPool, attribute 'kernel_shape', node 'node0': only 2-d LpPool"),
+    # (the indices output, 3-d MaxPool and LpPool: tests/graph/test_onnx_pool_conv_3d.py)
+    ("MaxPool", (1, 2, 3, 5, 6, 7), {"kernel_shape": [2, 2, 2, 2], "dilations": [2, 2, 2, 2]},
+     1, r"MaxPool, attribute 'kernel_shape', node 'node0': only 1-d, 2-d and 3-d MaxPool "
+        r"\(3-d to 5-d input\) are supported, got a 6-d input"),
+    ("LpPool", (1, 2, 3, 5, 6, 7), {"kernel_shape": [2, 2, 2, 2], "dilations": [1, 2, 2, 2]},
+     1, r"LpPool, attribute 'kernel_shape', node 'node0': only 1-d, 2-d and 3-d LpPool"),
 ]
 
 
-@pytest.mark.parametrize("op,shape,attrs,n_out,message", REFUSED,
-                         ids=["max-indices", "max-3d", "lp-3d"])
+@pytest.mark.parametrize("op,shape,attrs,n_out,message", REFUSED, ids=["max-4d", "lp-4d"])
 def test_what_stays_refused(op, shape, attrs, n_out, message):
     model, _ = make_model(op, [rand(*shape)], attrs, OPSET, n_out=n_out)
     with pytest.raises(graph.UnsupportedError, match=message):

@@ -8,6 +8,7 @@ from .elementwise import (add, broadcast_binary, broadcast_shape, divide,
                           fused_scale_shift_relu, maximum, minimum, multiply, relu, subtract,
                           unary, where)
 from .conv2d_gemm import conv2d_nchw_gemm, conv2d_nchw_phased, conv2d_pack_weight
+from .convolution import conv_nd, conv_transpose_nd
 from .conv_transpose import conv2d_transpose_nchw
 from .grid_sample import grid_sample
 from .linalg import matmul_nd, matmul_panel
@@ -15,6 +16,7 @@ from .normalization import (batch_norm_inference, global_pool2d, instance_norm, 
                             lrn)
 from .nn import (avg_pool2d, batch_matmul, conv2d_nchw, depthwise_conv2d_nchw, layer_norm,
                  matmul, max_pool2d, softmax)
+from .pool_nd import avg_pool_nd, max_pool_indices, max_pool_nd
 from .pool_phased import avg_pool2d_phased, max_pool2d_phased
 from .resize import resize
 from .reduction import argmax, argmin, cumprod, cumsum, max, min, sum, topk  # noqa: A004
@@ -35,4 +37,5 @@ __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "relu"
            "tensor_scatter", "matmul",
            "batch_matmul", "conv2d_nchw", "depthwise_conv2d_nchw", "max_pool2d",
            "avg_pool2d", "max_pool2d_phased", "avg_pool2d_phased", "softmax", "layer_norm",
+           "conv_nd", "conv_transpose_nd", "max_pool_nd", "avg_pool_nd", "max_pool_indices",
            "winograd_rows_input", "winograd_rows_output", "winograd_rows_weight"]

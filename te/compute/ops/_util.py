@@ -92,6 +92,14 @@ def pad_tuple(padding, who: str) -> tuple:
     return (ph, pw, ph, pw)
 
 
+def pad_tuple_nd(padding, r: int, who: str) -> tuple:
+    """padding over r spatial axes as an int, r ints (each on both sides) or 2r ints
+    (begins, then ends: ONNX's order) -> the 2r ints."""
+    if isinstance(padding, (tuple, list)) and len(padding) == 2 * r:
+        return int_tuple(padding, 2 * r, who, "padding", minimum=0)
+    return int_tuple(padding, r, who, f"padding (an int, {r} or {2 * r} ints)", minimum=0) * 2
+
+
 def fmt_shape(shape) -> str:
     parts = [str(static_dim(s)) if static_dim(s) is not None else getattr(s, "name", "?")
              for s in shape]
