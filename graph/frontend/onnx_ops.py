@@ -146,8 +146,12 @@ def _one_d(convert):
             w = ins[1]
             ins2.append(transform.reshape(w, (w.shape[0], w.shape[1], 1, w.shape[2]),
                                           name=f"{outs[0]}/w2d"))
-        ys = convert(ins2 + list(ins[2:]), attrs2, opset,
-                     [f"{o}/2d" if o else "" for o in outs])
+        try:
+            ys = convert(ins2 + list(ins[2:]), attrs2, opset,
+                         [f"{o}/2d" if o else "" for o in outs])
+        except Refused as r:  # its lists carry the height entry the user did not write
+            raise Refused(r.attribute, f"{r.reason} (the 1-d op seen as 2-d with a height "
+                                       f"of 1)", r.needs) from None
         return [transform.reshape(y, (y.shape[0], y.shape[1], y.shape[3]), name=o)
                 if y is not None else None for y, o in zip(ys, outs)]
     return fn

@@ -204,3 +204,13 @@ def test_what_conv_transpose_refuses(x_shape, w_shape, attrs, message):
     model, _ = _conv_transpose(x_shape, w_shape, attrs, bias=False)
     with pytest.raises(graph.UnsupportedError, match=message):
         graph.from_onnx(model)
+
+
+def test_a_refused_1d_conv_transpose_says_it_was_seen_as_2d():
+    """The 1-d op's lists gain a height entry on the way to the 2-d converter; its refusal
+    says so, since the lists it quotes are not the ones the model wrote."""
+    model, _ = make_model("ConvTranspose", [rand(1, 3, 5), Const(rand(3, 2, 3))],
+                          {"kernel_shape": [2]})
+    with pytest.raises(graph.UnsupportedError, match=r"\[1, 3\] .*\(the 1-d op seen as 2-d "
+                                                     r"with a height of 1\)"):
+        graph.from_onnx(model)
