@@ -296,6 +296,11 @@ def _qlinear_matmul(ins, attrs, opset, outs):
     _same_shape(a_zp, a_scale, "a_zero_point", "a_scale")
     _same_shape(b_zp, b_scale, "b_zero_point", "b_scale")
     _same_shape(y_zp, y_scale, "y_zero_point", "y_scale")
+    for vector, what, scale in ((b, "a_scale", a_scale), (a, "b_scale", b_scale)):
+        # the product of a 1-d operand drops the axis a per-row (per-column) scale keeps
+        if len(vector.shape) == 1 and _size(scale) != 1:
+            raise Refused("", f"input '{what}' must hold one value (per tensor) when the "
+                              f"other operand is 1-d, got shape {_shape_text(scale.shape)}")
     acc = _int_matmul(_int_operand(a, a_zp, _row_param, "a", "a_zero_point", name),
                       _int_operand(b, b_zp, _column_param, "b", "b_zero_point", name),
                       f"{name}/acc")

@@ -299,3 +299,17 @@ def test_per_axis_output_scale_of_qlinear_matmul_is_refused():
                        match=r"input 'y_scale' must hold one value \(per tensor\), got "
                              r"shape \[4\]"):
         graph.from_onnx(model)
+
+
+def test_per_row_scale_with_a_1d_other_operand_is_refused():
+    """The product of a (3, 5) a and a 1-d b has no column axis for a per-row a_scale to
+    keep (it broadcast to (3, 3) before)."""
+    a, b = np.ones((3, 5), np.uint8), np.ones(5, np.uint8)
+    one, zero = np.float32(1), np.uint8(0)
+    ins = _qlinear_inputs(a, np.ones(3, np.float32), np.zeros(3, np.uint8), b, one, zero,
+                          one, zero)
+    model, _ = make_model("QLinearMatMul", ins, opset=10)
+    with pytest.raises(graph.UnsupportedError,
+                       match=r"input 'a_scale' must hold one value \(per tensor\) when the "
+                             r"other operand is 1-d, got shape \[3\]"):
+        graph.from_onnx(model)
