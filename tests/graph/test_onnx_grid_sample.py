@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import graph
-from onnx_cases import assert_close, check_levels, make_model, rand, reference_outputs
+from onnx_cases import Const, assert_close, check_levels, make_model, rand, reference_outputs
 
 MODES = ("nearest", "linear", "cubic")
 OPSET16 = {"linear": "bilinear", "cubic": "bicubic", "nearest": "nearest"}
@@ -222,4 +222,23 @@ def test_symbolic_spatial_sizes_are_refused():
     with pytest.raises(graph.UnsupportedError,
                        match=r"input 'X' needs constant spatial dimensions, got shape "
                              r"\[2, 3, h, 7\]"):
+        graph.from_onnx(model)
+
+
+@pytest.mark.parametrize("size,align", [((2, 3, 5, 7), 0), ((2, 3, 5, 7), 1),
+                                        ((1, 2, 3, 4, 5), 0), ((1, 2, 3, 4, 5), 1)])
+def test_affine_grid_matches_onnxruntime(size, align):
+    r = len(size) - 2
+    theta = rand(size[0], r, r + 1)
+    model, feeds = make_model("AffineGrid", [theta, Const(np.array(size, np.int64))],
+                              {"align_corners": align}, opset=20)
+    check_levels(model, feeds)
+
+
+def test_affine_grid_refusals():
+    model, _ = make_model("AffineGrid", [rand(2, 2, 3), Const(np.array([2, 3, 4, 5, 6]))],
+                          {}, opset=20)
+    with pytest.raises(graph.UnsupportedError, match=r"theta must be \(N, 2, 3\) with a "
+                                                     r"4-value size or \(N, 3, 4\) with a "
+                                                     r"5-value size, got theta \[2, 2, 3\]"):
         graph.from_onnx(model)
