@@ -67,6 +67,19 @@ class SharedLibrary:
             raise RuntimeBuildError(f"{where}: {problem}")
         self._dll = _dlopen_private_copy(self.image, where)
 
+    def __del__(self) -> None:
+        """Unmap the library once nothing holds it: ctypes never closes what it opened, and
+        a process that loads thousands of kernels (a conformance run, a long tuning session)
+        would run out of memory mappings (vm.max_map_count) and abort. Whatever calls into
+        the library holds this object (a runtime.Module its library, an O2 entry its
+        steps' kernels), so no code of it runs after this. A bare name loaded through the
+        search path (a system library) is left open, as is everything at interpreter exit."""
+        dll = getattr(self, "_dll", None)
+        if dll is None or os.sep not in self.path or sys.is_finalizing():
+            return
+        self._dll = None
+        _dlclose(dll._handle)
+
     def get_function_address(self, name: str) -> int:
         try:
             return ctypes.cast(getattr(self._dll, name), ctypes.c_void_p).value
@@ -351,6 +364,14 @@ def _read_regular_file(path: str, where: str) -> bytes:
             return handle.read()
     except OSError as error:
         raise RuntimeBuildError(f"{where}: {error.strerror}") from None
+
+
+def _dlclose(handle: int) -> None:
+    _libdl.dlclose(ctypes.c_void_p(handle))
+
+
+_libdl = ctypes.CDLL(None)  # the process's own symbols: dlclose (glibc 2.34+ and libdl)
+_libdl.dlclose.argtypes = [ctypes.c_void_p]
 
 
 def _dlopen_private_copy(image: bytes, where: str) -> ctypes.CDLL:

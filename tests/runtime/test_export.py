@@ -102,3 +102,24 @@ def _find_libm():
     import ctypes.util
 
     return ctypes.util.find_library("m") or "libm.so.6"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc")
+def test_a_dropped_library_is_unmapped(exported, add_module):
+    """ctypes never closes what it opens: without SharedLibrary closing its copy, a process
+    that loads thousands of kernels (a conformance run) exhausts vm.max_map_count and
+    aborts. Loading and dropping a module many times must leave the mappings as they were;
+    one that is still held keeps working."""
+    def mappings():
+        with open("/proc/self/maps") as f:
+            return sum(1 for _ in f)
+    add_path = exported / "add.so"
+    held = runtime.load_module(add_path)
+    before = mappings()
+    for _ in range(40):
+        runtime.load_module(add_path)
+    assert mappings() - before < 20   # 40 loads kept would add at least 160
+    a, b = np.arange(5, dtype=np.float32), np.ones(5, np.float32)
+    c = np.zeros_like(a)
+    held(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
