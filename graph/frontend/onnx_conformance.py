@@ -46,17 +46,19 @@ CenterCropPad SwiGLU HannWindow HammingWindow BlackmanWindow DynamicQuantizeLine
 
 def ci_ops() -> frozenset:
     """The ops of the CI subset: the listed ones, those of graph.frontend.onnx_math,
-    onnx_composite, onnx_index, onnx_einsum, onnx_sample and onnx_quant (added for this
-    suite), and FUNCTION_CI_OPS."""
+    onnx_composite, onnx_index, onnx_einsum, onnx_sample, onnx_quant and onnx_rnn (added
+    for this suite), and FUNCTION_CI_OPS."""
     from .onnx_composite import COMPOSITE_CONVERTERS
     from .onnx_einsum import EINSUM_CONVERTERS
     from .onnx_index import INDEX_CONVERTERS
     from .onnx_math import MATH_CONVERTERS
     from .onnx_quant import QUANT_CONVERTERS
+    from .onnx_rnn import RNN_CONVERTERS
     from .onnx_sample import SAMPLE_CONVERTERS
     return (ISSUE_OPS | frozenset(MATH_CONVERTERS) | frozenset(COMPOSITE_CONVERTERS)
             | frozenset(INDEX_CONVERTERS) | frozenset(EINSUM_CONVERTERS)
             | frozenset(SAMPLE_CONVERTERS) | frozenset(QUANT_CONVERTERS)
+            | frozenset(RNN_CONVERTERS)
             | frozenset(("ConvInteger", "QLinearConv")) | FUNCTION_CI_OPS)
 
 
@@ -171,6 +173,9 @@ def counts(results: list) -> dict:
 
 def report(results: list, seconds: float, level: str, out=sys.stdout) -> None:
     table = counts(results)
+    if not results:  # a filter that matches nothing: say so rather than print empty rows
+        print(f"level {level}: no case matches", file=out)
+        return
     by_kind: dict = {}
     for r in results:
         by_kind.setdefault(r.case.kind, []).append(r)

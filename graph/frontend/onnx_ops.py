@@ -1,7 +1,7 @@
 """The ONNX converter table: ONNX op type -> (the attributes it understands, a function
 building the op from graph builder calls), for opsets 6 to 28. The elementwise and nn
 converters are here, the layout, reduction and constant ones in onnx_layout, more in
-onnx_math, onnx_composite, onnx_index, onnx_einsum, onnx_sample and onnx_quant.
+onnx_math, onnx_composite, onnx_index, onnx_einsum, onnx_sample, onnx_quant and onnx_rnn.
 
 A converter takes (inputs as graph Values or None, attributes as Python values, opset,
 output names) and returns the output Values; it may return fewer than the node has (a
@@ -27,6 +27,7 @@ from .onnx_index import INDEX_CONVERTERS, MAX_SCATTER_WORK
 from .onnx_layout import LAYOUT_CONVERTERS
 from .onnx_math import MATH_CONVERTERS, legacy_broadcast
 from .onnx_quant import QUANT_CONVERTERS, integer_conv_converters
+from .onnx_rnn import RNN_CONVERTERS
 from .onnx_sample import SAMPLE_CONVERTERS
 
 
@@ -535,6 +536,7 @@ CONVERTERS = {
     **EINSUM_CONVERTERS,
     **SAMPLE_CONVERTERS,
     **QUANT_CONVERTERS,
+    **RNN_CONVERTERS,
 }
 # ConvInteger and QLinearConv: the Conv row's own window handling, on int32 operands
 CONVERTERS.update(integer_conv_converters(CONVERTERS["Conv"]))
