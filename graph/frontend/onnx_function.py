@@ -1,6 +1,6 @@
 """ONNX ops that have no converter of their own but that ONNX defines as a function of other
-ops (Attention, RotaryEmbedding, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss,
-CenterCropPad, SwiGLU, ...): the node is replaced by the body ONNX's schema gives for the
+ops (Attention, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, CenterCropPad, SwiGLU,
+DynamicQuantizeLinear, ...): the node is replaced by the body ONNX's schema gives for the
 model's opset, and each body node is imported like any other node.
 
 This is how onnxruntime runs a function op that no execution provider claims. The body is
@@ -9,7 +9,7 @@ supported is refused like any other node, named after the node it came from
 (`attention_1/Softmax#40`). Context-dependent bodies (those that depend on the inputs'
 types or ranks, as Attention's does) are built from the types of the values the node reads.
 
-Imports numpy and graph.frontend.onnx_base only; `onnx` is passed in by the importer.
+Imports graph.frontend.onnx_base only; `onnx` is passed in by the importer.
 """
 from __future__ import annotations
 
