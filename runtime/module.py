@@ -80,6 +80,11 @@ class SharedLibrary:
         self._dll = None
         _dlclose(dll._handle)
 
+    def __reduce__(self) -> NoReturn:
+        # A copy would share the mapping and unmap it when collected, under the original.
+        raise TypeError(f"cannot copy or pickle the loaded library '{self.path}': it is one "
+                        f"mapping in this process; share the object instead")
+
     def get_function_address(self, name: str) -> int:
         try:
             return ctypes.cast(getattr(self._dll, name), ctypes.c_void_p).value
@@ -116,6 +121,8 @@ class Module:
             argtypes.append(ctypes.c_void_p)
         prototype = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)
         self._cfunc = prototype(library.get_function_address(signature.name))
+        # `entry` hands this out alone: it keeps the library mapped (SharedLibrary.__del__)
+        self._cfunc.library = library
         if unavailable is not None:
             self._cfunc = _refuse(f"kernel '{signature.name}': {unavailable}")
 

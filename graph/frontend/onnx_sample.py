@@ -71,7 +71,9 @@ def _base_grid(sizes, align_corners: bool) -> np.ndarray:
     (prod(sizes), len(sizes) + 1)."""
     axes = []
     for n in sizes:
-        if align_corners:  # the end pixels' centres at -1 and 1 (a single one at -1)
+        # align_corners: the end pixels' centres at -1 and 1; a single one at -1, as in
+        # ONNX's reference (onnxruntime puts it at 1, PyTorch at 0)
+        if align_corners:
             axes.append(-1 + 2 * np.arange(n) / max(n - 1, 1))
         else:              # the end pixels' edges at -1 and 1
             axes.append(-1 + (2 * np.arange(n) + 1) / n)
@@ -90,6 +92,9 @@ def _affine_grid(ins, attrs, opset, outs):
         raise Refused("", f"theta must be (N, 2, 3) with a 4-value size or (N, 3, 4) with a "
                           f"5-value size, got theta {list(theta.shape)} and size "
                           f"{[int(v) for v in size]}")
+    if isinstance(theta.shape[0], int) and int(size[0]) != theta.shape[0]:
+        raise Refused("", f"size[0] must be theta's batch {theta.shape[0]}, got "
+                          f"{int(size[0])}")
     if theta.dtype not in ("float32", "float64"):
         raise Refused("", f"theta must be float32 or float64, got {theta.dtype}")
     name, sizes = outs[0], [int(v) for v in size[2:]]

@@ -242,3 +242,8 @@ def test_affine_grid_refusals():
                                                      r"4-value size or \(N, 3, 4\) with a "
                                                      r"5-value size, got theta \[2, 2, 3\]"):
         graph.from_onnx(model)
+    model, _ = make_model("AffineGrid", [rand(3, 2, 3), Const(np.array([2, 3, 4, 5]))], {},
+                          opset=20)
+    with pytest.raises(graph.UnsupportedError, match=r"size\[0\] must be theta's batch 3, "
+                                                     r"got 2"):
+        graph.from_onnx(model)

@@ -123,3 +123,20 @@ def test_a_dropped_library_is_unmapped(exported, add_module):
     c = np.zeros_like(a)
     held(a, b, c)
     np.testing.assert_array_equal(c, a + b)
+
+
+def test_an_entry_kept_alone_keeps_its_library_and_a_library_is_not_copied(exported):
+    """Module.entry is handed out for callers that checked once: it keeps the library
+    mapped after its Module is gone; a copy of the library would unmap it twice."""
+    import copy
+    import gc
+    loaded = runtime.load_module(exported / "add.so")
+    entry, library = loaded.entry, loaded.library
+    del loaded
+    gc.collect()
+    a, b = np.arange(7, dtype=np.float32), np.full(7, 2, np.float32)
+    c = np.zeros_like(a)
+    assert entry(a.ctypes.data, b.ctypes.data, c.ctypes.data, 7) == 0
+    np.testing.assert_array_equal(c, a + b)
+    with pytest.raises(TypeError, match=r"cannot copy or pickle the loaded library .*add"):
+        copy.copy(library)
