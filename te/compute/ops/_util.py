@@ -52,6 +52,19 @@ def check_dim(got, expected, who: str, what: str) -> None:
         raise ShapeError(f"{who}: {what}: expected {se}, got {sg}")
 
 
+def check_groups(channels, out_channels, kernel_in, groups: int, who: str) -> None:
+    """A grouped convolution's channels: data's and the kernel's output channels divisible
+    by `groups`, the kernel's input channels data's per group (where the dims are known)."""
+    c, oc = static_dim(channels), static_dim(out_channels)
+    if c is not None and c % groups:
+        raise ShapeError(f"{who}: data channels ({c}) must be divisible by groups ({groups})")
+    if oc is not None and oc % groups:
+        raise ShapeError(f"{who}: kernel output channels ({oc}) must be divisible by groups "
+                         f"({groups})")
+    if c is not None:
+        check_dim(kernel_in, c // groups, who, "kernel.shape[1] (data channels // groups)")
+
+
 def normalize_axis(axis, ndim: int, who: str, param: str = "axis") -> int:
     if isinstance(axis, bool) or not isinstance(axis, int):
         raise ShapeError(f"{who}: {param} must be an int, got {axis!r}")

@@ -13,7 +13,8 @@ from __future__ import annotations
 from ...errors import ShapeError
 from .. import api
 from ..tensor import Tensor
-from ._util import check_dim, check_tensor, fmt_shape, int_tuple, pad_tuple_nd, static_dim
+from ._util import (check_dim, check_groups, check_tensor, fmt_shape, int_tuple, pad_tuple_nd,
+                    static_dim)
 from .nn import _window
 from .transform import pad
 
@@ -55,15 +56,7 @@ def conv_nd(data: Tensor, kernel: Tensor, stride=1, padding=0, dilation=1, group
     who = "conv_nd"
     r, strides, dil, pads, taps = _geometry(data, kernel, stride, padding, dilation, groups,
                                             who)
-    C, OC = static_dim(data.shape[1]), static_dim(kernel.shape[0])
-    if C is not None and C % groups:
-        raise ShapeError(f"{who}: data channels ({C}) must be divisible by groups ({groups})")
-    if OC is not None and OC % groups:
-        raise ShapeError(f"{who}: kernel output channels ({OC}) must be divisible by groups "
-                         f"({groups})")
-    if C is not None:
-        check_dim(kernel.shape[1], C // groups, who, "kernel.shape[1] (data channels // "
-                                                      "groups)")
+    check_groups(data.shape[1], kernel.shape[0], kernel.shape[1], groups, who)
     out = tuple(_window(data.shape[2 + a], taps[a], strides[a], dil[a], pads[a], pads[r + a],
                         who, f"kernel axis {a}") for a in range(r))
     padded = data if not any(pads) else pad(data, (0, 0) + pads[:r], (0, 0) + pads[r:], 0,

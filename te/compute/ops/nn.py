@@ -11,8 +11,8 @@ from __future__ import annotations
 from ...errors import ShapeError
 from .. import api
 from ..tensor import Tensor
-from ._util import (check_dim, check_float, check_tensor, fmt_shape, int_tuple, normalize_axes,
-                    pad_tuple, static_dim)
+from ._util import (check_dim, check_float, check_groups, check_tensor, fmt_shape, int_tuple,
+                    normalize_axes, pad_tuple, static_dim)
 from .reduction import reduce_over
 from .transform import pad
 
@@ -94,14 +94,7 @@ def conv2d_geometry(data: Tensor, kernel: Tensor, stride, padding, dilation, gro
         raise ShapeError(f"{who}: groups must be a positive int, got {groups!r}")
     N, C, H, W = data.shape
     OC, ICg, KH, KW = kernel.shape
-    c, oc = static_dim(C), static_dim(OC)
-    if c is not None and c % groups:
-        raise ShapeError(f"{who}: data channels ({c}) must be divisible by groups ({groups})")
-    if oc is not None and oc % groups:
-        raise ShapeError(f"{who}: kernel output channels ({oc}) must be divisible by groups "
-                         f"({groups})")
-    if c is not None:
-        check_dim(ICg, c // groups, who, "kernel.shape[1] (data channels // groups)")
+    check_groups(C, OC, ICg, groups, who)
     kh, kw = static_dim(KH), static_dim(KW)
     if kh is None or kw is None:
         raise ShapeError(f"{who}: kernel must have a constant spatial size, got "
